@@ -1,0 +1,36 @@
+"""Content hashes: the basis of every data version (never mtimes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tree_sha256(root: Path, files: Iterable[Path] | None = None) -> str:
+    """Hash over sorted relative names, sizes and content digests of files under ``root``."""
+    root = Path(root)
+    paths = sorted(files if files is not None else (p for p in root.rglob("*") if p.is_file()))
+    digest = hashlib.sha256()
+    for path in paths:
+        rel = Path(path).relative_to(root).as_posix()
+        digest.update(f"{rel}\0{Path(path).stat().st_size}\0{file_sha256(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def value_sha256(value: object) -> str:
+    """Stable hash of a JSON-serialisable value (keys sorted)."""
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()

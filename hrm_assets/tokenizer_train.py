@@ -1,0 +1,135 @@
+"""Byte-level BPE training in data_io's configuration, with the Python ``tokenizers`` package.
+
+The tokenizer matches data_io's ``train_tokenizer`` binary: NFC normalisation, data_io's split
+regex (isolated), ByteLevel without prefix space or regex, BPE with ``min_frequency=2`` and the
+31 special tokens, every instruction and response a document truncated to 10,000 characters,
+and per-file caps of ``prefix_config.yaml`` times 10.
+
+Deliberate differences (the trained vocabulary differs anyway, since data_io samples capped
+files with Rust's ``DefaultHasher`` + PCG64):
+- capped files are subsampled with ``numpy.random.Generator(Philox(seed ^ crc32(name)))``;
+- the 256 ByteLevel symbols are always in the initial alphabet, so no byte of any later text
+  can be silently dropped for want of a token (data_io's tokenizer drops unseen bytes).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+from tokenizers import (
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
+
+from hrm_assets.layout import CleanedFile, scan_cleaned_files
+from hrm_assets.prefix_config import PrefixRule, rule_for
+from hrm_assets.rows import iter_cleaned_rows
+
+DEFAULT_VOCAB_SIZE = 65_536
+TRUNCATE_CHARS = 10_000
+CAP_MULTIPLIER = 10
+
+SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+SPECIAL_TOKENS = (
+    "<|PAD|>",
+    "<|direct|>", "<|cot|>", "<|noisy|>", "<|synth|>",
+    "<|endoftext|>",
+    "<|im_start|>", "<|im_end|>",
+    "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>",
+    "<|quad_start|>", "<|quad_end|>",
+    "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+    "<|image_pad|>", "<|video_pad|>",
+    "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>",
+    "<tool_call>", "</tool_call>",
+    "<tool_response>", "</tool_response>",
+    "<think>", "</think>",
+)  # fmt: skip
+
+
+def build_untrained_tokenizer() -> Tokenizer:
+    """An empty BPE tokenizer with data_io's normaliser, pre-tokenizer and decoders."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
+    byte_level = dict(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(**byte_level),
+        ]
+    )
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def train_tokenizer(
+    documents: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, show_progress: bool = False
+) -> Tokenizer:
+    """Train data_io's BPE on already-truncated documents."""
+    if vocab_size < len(SPECIAL_TOKENS) + 256:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small: it must hold the {len(SPECIAL_TOKENS)} "
+            "special tokens and the 256 byte symbols"
+        )
+    tokenizer = build_untrained_tokenizer()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        show_progress=show_progress,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tokenizer.train_from_iterator(documents, trainer=trainer)
+    return tokenizer
+
+
+def truncate_chars(text: str, limit: int = TRUNCATE_CHARS) -> str:
+    return text[:limit]
+
+
+def file_documents(item: CleanedFile, rules: list[PrefixRule], seed: int = 0) -> list[str]:
+    """One file's training documents: each instruction and response, truncated, then capped.
+
+    A file whose rule has ``max_per_file`` keeps at most ``10 * max_per_file`` documents,
+    chosen by a per-file seeded permutation.
+    """
+    docs: list[str] = []
+    for row in iter_cleaned_rows(item.path):
+        docs.append(truncate_chars(row.instruction))
+        docs.append(truncate_chars(row.response))
+    cap = rule_for(item.safe_name, rules).max_per_file
+    if cap is not None and len(docs) > CAP_MULTIPLIER * cap:
+        limit = CAP_MULTIPLIER * cap
+        file_seed = seed ^ zlib.crc32(item.safe_name.encode("utf-8"))
+        rng = np.random.Generator(np.random.Philox(file_seed))
+        chosen = np.sort(rng.permutation(len(docs))[:limit])
+        docs = [docs[i] for i in chosen]
+    return docs
+
+
+def corpus_documents(
+    cleaned_roots: list[Path], rules: list[PrefixRule], seed: int = 0
+) -> Iterator[tuple[CleanedFile, list[str]]]:
+    """Every cleaned file's documents, file by file in safe-name order."""
+    for item in scan_cleaned_files(cleaned_roots):
+        yield item, file_documents(item, rules, seed)
+
+
+def vocab_size_of(tokenizer: Tokenizer) -> int:
+    """Vocabulary size including added tokens, as data_io records it."""
+    return tokenizer.get_vocab_size(with_added_tokens=True)

@@ -1,0 +1,54 @@
+"""Shared fixtures: real raw data from ../shared/real_raw and a small trained tokenizer."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from hrm_assets.tokenizer_train import train_tokenizer
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REAL_RAW = Path(os.environ.get("HRM_REAL_RAW", REPO_ROOT.parent / "shared" / "real_raw"))
+
+# Text that exercises the tokenizer's corners: CJK, emoji (with ZWJ and skin tones), combining
+# marks, non-NFC input, special-token strings inside text, long whitespace and digit runs.
+TRICKY_TEXTS = [
+    "数学问题：小明有3个苹果，又买了5个。他现在有几个？",
+    "日本語のテキストと한국어 텍스트。",
+    "Family: 👨‍👩‍👧‍👦, thumbs: 👍🏽, flags: 🇫🇷🇯🇵, face: 🙂",
+    "Cafe\u0301 vs Café, A\u030a vs Å, \u1e9b\u0323 and ﬁ ligature",
+    "inline specials <|im_start|> and <|box_end|> and <think>x</think> stay text",
+    "spaces:      many\t\ttabs\n\n\nnewlines \r\n and trailing   ",
+    "digits 12345678901234567890 and 3.14159e-10, 1,000,000",
+    "Let's, we'll, they're, I'd, you've, it's: contractions, SHOUTING'S",
+    "$\\frac{a}{b} + \\sqrt{x^2}$ and \\boxed{42}",
+]
+
+
+@pytest.fixture(scope="session")
+def real_raw() -> Path:
+    if not REAL_RAW.is_dir():
+        pytest.fail(f"real raw data not found at {REAL_RAW} (set HRM_REAL_RAW)")
+    return REAL_RAW
+
+
+def _training_documents() -> list[str]:
+    docs = list(TRICKY_TEXTS) * 3
+    with open(REAL_RAW / "gsm8k" / "train.jsonl", encoding="utf-8") as handle:
+        for index, line in enumerate(handle):
+            if index >= 1500:
+                break
+            row = json.loads(line)
+            docs.extend([row["question"], row["answer"]])
+    return docs
+
+
+@pytest.fixture(scope="session")
+def small_tokenizer_path(tmp_path_factory) -> Path:
+    """A data_io-configured byte-level BPE (vocab 2,048) trained on real GSM8K text."""
+    path = tmp_path_factory.mktemp("tokenizer") / "tokenizer.json"
+    train_tokenizer(_training_documents(), vocab_size=2048).save(str(path))
+    return path
