@@ -91,4 +91,6 @@ def iter_cleaned_rows(path: Path | str, batch_size: int = 8192) -> Iterator[Row]
         return _iter_jsonl(path)
     if path.suffix == ".parquet":
         return _iter_parquet(path, batch_size)
-    raise RowError(path, 0, None, f"unsupported file type {path.suffix!r} (expected .jsonl or .parquet)")
+    raise RowError(
+        path, 0, None, f"unsupported file type {path.suffix!r}: expected .jsonl or .parquet"
+    )

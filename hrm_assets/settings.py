@@ -21,20 +21,20 @@ def raw_root() -> Path | None:
     return Path(value).absolute() if value else None
 
 
-def cleaned_root() -> Path:
-    return data_root() / "cleaned"
+def cleaned_root(root: Path | None = None) -> Path:
+    return (Path(root) if root is not None else data_root()) / "cleaned"
 
 
-def tokenizer_dir() -> Path:
-    return data_root() / "tokenizer"
+def tokenizer_dir(root: Path | None = None) -> Path:
+    return (Path(root) if root is not None else data_root()) / "tokenizer"
 
 
-def tokenized_root() -> Path:
-    return data_root() / "tokenized"
+def tokenized_root(root: Path | None = None) -> Path:
+    return (Path(root) if root is not None else data_root()) / "tokenized"
 
 
-def sampled_root() -> Path:
-    return data_root() / "sampled"
+def sampled_root(root: Path | None = None) -> Path:
+    return (Path(root) if root is not None else data_root()) / "sampled"
 
 
 def default_prefix_config_path() -> Path:

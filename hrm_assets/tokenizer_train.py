@@ -14,8 +14,10 @@ files with Rust's ``DefaultHasher`` + PCG64):
 
 from __future__ import annotations
 
+import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,8 @@ from tokenizers import (
     trainers,
 )
 
+from hrm_assets.atomic import atomic_write_bytes, atomic_write_text
+from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.layout import CleanedFile, scan_cleaned_files
 from hrm_assets.prefix_config import PrefixRule, rule_for
 from hrm_assets.rows import iter_cleaned_rows
@@ -133,3 +137,81 @@ def corpus_documents(
 def vocab_size_of(tokenizer: Tokenizer) -> int:
     """Vocabulary size including added tokens, as data_io records it."""
     return tokenizer.get_vocab_size(with_added_tokens=True)
+
+
+@dataclass(frozen=True)
+class TokenizerOutcome:
+    path: Path
+    sha256: str
+    vocab_size: int
+    trained: bool  # False when adopted from a given file or reused because inputs are unchanged
+    documents: int
+    inputs_sha256: str
+
+
+def _inputs_fingerprint(files: list[CleanedFile], **settings: object) -> str:
+    described = [(f.safe_name, f.path.stat().st_size, file_sha256(f.path)) for f in files]
+    return value_sha256({"files": described, "settings": settings, "special": SPECIAL_TOKENS})
+
+
+def build_tokenizer(
+    cleaned_root: Path,
+    out_path: Path,
+    rules: list[PrefixRule],
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    seed: int = 0,
+    adopt_path: Path | None = None,
+    log: Callable[[str], None] = lambda message: None,
+) -> TokenizerOutcome:
+    """Write ``out_path`` (a ``tokenizer.json``): adopt ``adopt_path``, or train on the corpus.
+
+    Training is skipped when the cleaned files and settings are those the existing
+    ``out_path`` was trained on (recorded next to it), so an unchanged corpus keeps its
+    tokenizer byte for byte. The file is replaced atomically.
+    """
+    out_path = Path(out_path)
+    record_path = out_path.with_name(out_path.name + ".inputs.json")
+    if adopt_path is not None:
+        tokenizer = Tokenizer.from_file(str(adopt_path))
+        atomic_write_bytes(out_path, Path(adopt_path).read_bytes())
+        record_path.unlink(missing_ok=True)
+        return TokenizerOutcome(
+            out_path, file_sha256(out_path), vocab_size_of(tokenizer), False, 0, ""
+        )
+
+    files = scan_cleaned_files(cleaned_root)
+    fingerprint = _inputs_fingerprint(
+        files, vocab_size=vocab_size, seed=seed, rules=[rule.model_dump() for rule in rules]
+    )
+    if out_path.exists() and record_path.exists():
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        if record.get("inputs_sha256") == fingerprint:
+            log("cleaned corpus unchanged since the last training: keeping tokenizer.json")
+            tokenizer = Tokenizer.from_file(str(out_path))
+            return TokenizerOutcome(
+                out_path,
+                file_sha256(out_path),
+                vocab_size_of(tokenizer),
+                False,
+                record.get("documents", 0),
+                fingerprint,
+            )
+
+    documents: list[str] = []
+    for item, docs in corpus_documents([Path(cleaned_root)], rules, seed):
+        log(f"{item.safe_name}: {len(docs):,} documents")
+        documents.extend(docs)
+    log(f"training BPE (vocab {vocab_size:,}) on {len(documents):,} documents")
+    tokenizer = train_tokenizer(documents, vocab_size=vocab_size)
+    atomic_write_text(out_path, tokenizer.to_str(pretty=True))
+    atomic_write_text(
+        record_path, json.dumps({"inputs_sha256": fingerprint, "documents": len(documents)})
+    )
+    return TokenizerOutcome(
+        out_path,
+        file_sha256(out_path),
+        vocab_size_of(tokenizer),
+        True,
+        len(documents),
+        fingerprint,
+    )

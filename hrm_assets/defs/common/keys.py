@@ -1,0 +1,25 @@
+"""Asset keys and group names of the graph (CONTRACTS.md section 5)."""
+
+import dagster as dg
+
+RAW_PREFIX = "raw"
+CLEANED_PREFIX = "cleaned"
+TOKENIZED_PREFIX = "tokenized"
+SAMPLED_PREFIX = "sampled"
+TOKENIZER_KEY = dg.AssetKey("tokenizer")
+
+
+def raw_key(source: str) -> dg.AssetKey:
+    return dg.AssetKey([RAW_PREFIX, source])
+
+
+def cleaned_key(source: str) -> dg.AssetKey:
+    return dg.AssetKey([CLEANED_PREFIX, source])
+
+
+def tokenized_key(source: str) -> dg.AssetKey:
+    return dg.AssetKey([TOKENIZED_PREFIX, source])
+
+
+def sampled_key(node: str) -> dg.AssetKey:
+    return dg.AssetKey([SAMPLED_PREFIX, node])
