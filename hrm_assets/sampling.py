@@ -1,0 +1,667 @@
+"""Stratified sampling of a tokenized root into the epochs HRM-Text trains on.
+
+The output is byte-identical to data_io's ``sample_tokenized.py`` wherever data_io works
+(CONTRACTS.md section 3):
+
+- ``tokens.npy``: every task's tokens back to back, in sorted task order, filtered rows
+  included, in the smallest dtype the tokenizer's vocabulary allows.
+- ``epoch_N/{inst_start,inst_len,resp_start,resp_len}.npy``: int64 spans into ``tokens.npy``.
+- ``metadata.json``: HRM-Text's ``V1DatasetMeta`` as pydantic serialises it.
+
+Where data_io crashes this module does not: the epoch buffer holds whatever the rules ask for
+(``repeat`` on uncapped tasks), and empty tasks or tasks with no row left after filtering
+sample nothing. Deliberate differences on inputs data_io accepts, none of which changes the
+bytes of a valid sample:
+
+- Sub-folders whose name starts with ``.tmp-`` (unfinished atomic writes of this project) are
+  not tasks; data_io would read them.
+- Inconsistent task folders (arrays of different lengths, spans outside ``tokens.npy``, token
+  count not equal to the span lengths) are errors; data_io copies garbage or crashes later.
+- The output folder is replaced atomically: no stale ``epoch_N`` survives a run with fewer
+  epochs, and a failed run leaves the previous output untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from tqdm import tqdm
+
+from hrm_assets.atomic import TMP_PREFIX, atomic_directory
+from hrm_assets.prefix_config import (
+    PrefixConfigError,
+    PrefixRule,
+    SamplingRule,
+    load_prefix_rules,
+    rule_for,
+)
+
+SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
+TOKENS_FILE = "tokens.npy"
+METADATA_FILE = "metadata.json"
+TOKENIZER_INFO_FILE = "tokenizer_info.json"
+GLOBAL_CATEGORY = "GLOBAL"
+EPOCH_DIR_PATTERN = re.compile(r"epoch_\d+")
+
+# Elements per copy unit when concatenating tokens: large enough to stream at disk speed,
+# small enough that a few units in flight stay far below the memory of one big task.
+COPY_CHUNK = 1 << 23
+
+Warn = Callable[[str], None]
+
+
+class SamplingError(ValueError):
+    """Bad sampling input or configuration; the message names the path and the problem."""
+
+
+class SamplingConfig(BaseModel):
+    """What to sample: the keys of data_io's ``sample_tokenized.py`` with its defaults.
+
+    ``output_path`` belongs to the sampler: it is replaced as a whole on success.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokenized_path: Path
+    output_path: Path
+    prefix_config_path: Path
+    seed: int = Field(default=0, ge=0, strict=True)
+    epochs: int = Field(default=10, ge=1, strict=True)
+    # +1 accounts for the autoregressive shift: 4096 positions of input, 4097 tokens.
+    context_size: int = Field(default=4097, ge=2, strict=True)
+    min_resp_length: int = Field(default=2, ge=0, strict=True)
+
+    @field_validator("tokenized_path", "output_path", "prefix_config_path", mode="before")
+    @classmethod
+    def _non_empty_path(cls, value: Any) -> Any:
+        # Path("") is the current directory: almost always a missing value, never intended.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+def config_error_message(exc: ValidationError) -> str:
+    """One line per invalid field, e.g. ``epochs: Input should be greater than or equal to 1``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
+        for err in exc.errors()
+    )
+
+
+def make_config(**values: Any) -> SamplingConfig:
+    """Build a :class:`SamplingConfig`, turning validation errors into :class:`SamplingError`."""
+    try:
+        return SamplingConfig(**values)
+    except ValidationError as exc:
+        raise SamplingError(config_error_message(exc)) from None
+
+
+class SampledMetadata(BaseModel):
+    """HRM-Text's ``V1DatasetMeta``; field order and defaults fix the bytes of metadata.json."""
+
+    tokenizer_info: dict[str, Any] = {}
+    vocab_size: int | None = None
+    max_seq_len: int
+    total_length: int
+
+
+def token_dtype(vocab_size: float | None) -> np.dtype:
+    """data_io's rule: ``<= 255`` uint8, ``<= 65535`` uint16, otherwise (or unknown) int32."""
+    if vocab_size is not None:
+        if vocab_size <= np.iinfo(np.uint8).max:
+            return np.dtype(np.uint8)
+        if vocab_size <= np.iinfo(np.uint16).max:
+            return np.dtype(np.uint16)
+    return np.dtype(np.int32)
+
+
+def rows_per_epoch(rule: SamplingRule, rows: int) -> int:
+    """Rows a task contributes to each epoch: ``min(max_per_file, rows) * repeat``."""
+    wanted = rows if rule.max_per_file is None else min(rule.max_per_file, rows)
+    return wanted * rule.repeat
+
+
+def task_category(name: str) -> str:
+    """The report's category: the task name up to the first ``__``."""
+    return name.split("__")[0]
+
+
+@dataclass
+class Spans:
+    """Row spans of one task (int64), all of the same length."""
+
+    inst_start: np.ndarray
+    inst_len: np.ndarray
+    resp_start: np.ndarray
+    resp_len: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.inst_len)
+
+    def select(self, mask: np.ndarray) -> Spans:
+        return Spans(*(getattr(self, name)[mask] for name in SPAN_FIELDS))
+
+
+@dataclass(frozen=True)
+class FilterCounts:
+    kept: int
+    dropped_short: int
+    dropped_long: int
+    truncated: int
+
+
+def filter_rows(
+    spans: Spans, rule: SamplingRule, context_size: int, min_resp_length: int
+) -> tuple[Spans, FilterCounts]:
+    """Apply the length rules; returns the kept rows (responses truncated) and the counts.
+
+    A row is dropped as short when ``resp_len < min_resp_length``; otherwise, with
+    ``allowed = context_size - min(inst_len, context_size)``, truncate mode drops it when
+    ``allowed < 1`` and else caps ``resp_len`` at ``allowed``; drop mode drops it when
+    ``resp_len > allowed``.
+    """
+    allowed = context_size - np.minimum(spans.inst_len, context_size)
+    long_enough = spans.resp_len >= min_resp_length
+    if rule.long_context == "truncate":
+        fits = allowed >= 1
+        resp_len = np.minimum(spans.resp_len, allowed)
+    else:
+        fits = spans.resp_len <= allowed
+        resp_len = spans.resp_len
+    keep = long_enough & fits
+    counts = FilterCounts(
+        kept=int(np.count_nonzero(keep)),
+        dropped_short=int(np.count_nonzero(~long_enough)),
+        dropped_long=int(np.count_nonzero(long_enough & ~fits)),
+        truncated=int(np.count_nonzero(keep & (resp_len < spans.resp_len))),
+    )
+    kept = Spans(spans.inst_start, spans.inst_len, spans.resp_start, resp_len).select(keep)
+    return kept, counts
+
+
+@dataclass
+class CoverageStats:
+    """data_io's report figures for a task or a category, plus what filtering removed.
+
+    ``rows``/``tokens`` count the rows kept after filtering (responses truncated). The
+    ``covered_*`` figures count every draw over all epochs (a row drawn twice counts twice);
+    ``unique_*`` count the rows drawn at least once.
+    """
+
+    rows: int = 0
+    tokens: int = 0
+    inst_tokens: int = 0
+    resp_tokens: int = 0
+    covered_rows: int = 0
+    covered_tokens: int = 0
+    covered_inst_tokens: int = 0
+    covered_resp_tokens: int = 0
+    unique_rows: int = 0
+    unique_tokens: int = 0
+    source_rows: int = 0
+    rows_dropped_short: int = 0
+    rows_dropped_long: int = 0
+    rows_truncated: int = 0
+
+    @property
+    def rows_dropped(self) -> int:
+        return self.rows_dropped_short + self.rows_dropped_long
+
+    def add(self, other: CoverageStats) -> None:
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    """One task: its rule, where its tokens sit in ``tokens.npy`` and its statistics."""
+
+    name: str
+    category: str
+    rule: SamplingRule
+    matched_prefix: str | None
+    token_offset: int
+    token_count: int
+    rows_per_epoch: int
+    stats: CoverageStats
+
+
+@dataclass(frozen=True)
+class SamplingResult:
+    """What a sampling run wrote and the figures of data_io's analytics report."""
+
+    config: SamplingConfig
+    output_path: Path
+    token_dtype: str
+    total_tokens: int
+    tasks: list[TaskReport]
+    categories: dict[str, CoverageStats]
+    global_stats: CoverageStats
+    epoch_rows: list[int]
+    epoch_tokens: list[int]
+    metadata: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def total_length(self) -> int:
+        return int(self.metadata["total_length"])
+
+
+# --------------------------------------------------------------------------- reading inputs
+
+
+def load_tokenizer_info(tokenized_path: Path) -> dict[str, Any]:
+    """The tokenized root's ``tokenizer_info.json`` as a dict; errors name the file."""
+    path = Path(tokenized_path) / TOKENIZER_INFO_FILE
+    try:
+        info = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise SamplingError(f"{path}: missing (not a tokenized folder?)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SamplingError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(info, dict):
+        raise SamplingError(f"{path}: expected a JSON object, got {type(info).__name__}")
+    vocab_size = info.get("vocab_size")
+    if vocab_size is not None and (
+        isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, float))
+    ):
+        raise SamplingError(f"{path}: vocab_size must be a number or null, got {vocab_size!r}")
+    return info
+
+
+def task_directories(tokenized_path: Path) -> list[Path]:
+    """The task folders of a tokenized root in sorted name order (``.tmp-*`` leftovers skipped)."""
+    root = Path(tokenized_path)
+    if not root.is_dir():
+        raise SamplingError(f"{root}: tokenized_path is not a directory")
+    return [
+        entry
+        for entry in sorted(root.iterdir(), key=lambda p: p.name)
+        if entry.is_dir() and not entry.name.startswith(TMP_PREFIX)
+    ]
+
+
+def _load_array(path: Path, mmap: bool = False) -> np.ndarray:
+    try:
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except FileNotFoundError:
+        raise SamplingError(f"{path}: missing") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise SamplingError(f"{path}: not a readable .npy array: {exc}") from None
+    if array.ndim != 1 or array.dtype.kind not in "iu":
+        raise SamplingError(
+            f"{path}: expected a 1-D integer array, got shape {array.shape} dtype {array.dtype}"
+        )
+    return array
+
+
+def token_count(task_dir: Path) -> int:
+    """Length of a task's ``tokens.npy``, read from its header only."""
+    return len(_load_array(Path(task_dir) / TOKENS_FILE, mmap=True))
+
+
+def load_spans(task_dir: Path) -> tuple[Spans, int]:
+    """Read and check one task's spans; returns them as int64 and the task's token count.
+
+    Errors (:class:`SamplingError`) name the file: a missing or non-integer array, arrays of
+    different lengths, negative values, a span past the end of ``tokens.npy``, or a
+    ``tokens.npy`` whose length is not the sum of all instruction and response lengths.
+    """
+    task_dir = Path(task_dir)
+    count = token_count(task_dir)
+    arrays = {}
+    for name in SPAN_FIELDS:
+        path = task_dir / f"{name}.npy"
+        array = _load_array(path)
+        if array.dtype.kind == "i" and len(array) and array.min() < 0:
+            raise SamplingError(f"{path}: negative values")
+        if len(array) and int(array.max()) > count:
+            raise SamplingError(
+                f"{path}: value {int(array.max())} exceeds the {count} tokens of tokens.npy"
+            )
+        arrays[name] = array.astype(np.int64)
+    lengths = {name: len(array) for name, array in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        described = ", ".join(f"{name}.npy={n}" for name, n in lengths.items())
+        raise SamplingError(f"{task_dir}: span arrays have different lengths ({described})")
+    spans = Spans(**arrays)
+    for kind in ("inst", "resp"):
+        ends = getattr(spans, f"{kind}_start") + getattr(spans, f"{kind}_len")
+        if len(ends) and int(ends.max()) > count:
+            row = int(np.argmax(ends > count))
+            raise SamplingError(
+                f"{task_dir}: row {row}: {kind} span ends at {int(ends[row])}, past the "
+                f"{count} tokens of tokens.npy"
+            )
+    spanned = int(spans.inst_len.sum()) + int(spans.resp_len.sum())
+    if spanned != count:
+        raise SamplingError(
+            f"{task_dir}: tokens.npy has {count} tokens but the spans cover {spanned}"
+        )
+    return spans, count
+
+
+# --------------------------------------------------------------------------- writing outputs
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_npy(path: Path, array: np.ndarray) -> None:
+    """``np.save`` then fsync, so the folder rename never exposes unflushed data."""
+    with open(path, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _copy_units(task_dirs: list[Path], offsets: list[int], counts: list[int]) -> Iterator:
+    for task_dir, offset, count in zip(task_dirs, offsets, counts, strict=True):
+        for start in range(0, count, COPY_CHUNK):
+            yield task_dir / TOKENS_FILE, offset, start, min(start + COPY_CHUNK, count)
+
+
+def _copy_unit(target: np.ndarray, unit: tuple[Path, int, int, int]) -> tuple[int, int]:
+    path, offset, start, stop = unit
+    source = np.load(path, mmap_mode="r")[start:stop]
+    target[offset + start : offset + stop] = source
+    return stop - start, int(source.max())
+
+
+def concatenate_tokens(
+    destination: Path,
+    task_dirs: list[Path],
+    counts: list[int],
+    dtype: np.dtype,
+    *,
+    workers: int = 4,
+    progress: bool = False,
+) -> int:
+    """Write every task's tokens back to back into one ``.npy`` of ``dtype``; return the max id.
+
+    Sources are memory-mapped and copied in chunks by a few threads (numpy releases the GIL
+    while copying), so memory stays bounded whatever the corpus size. Values are cast like a
+    numpy assignment (out-of-range ids wrap, as in data_io); the returned maximum of the source
+    ids lets the caller warn about that.
+    """
+    offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])[:-1].tolist()
+    total = int(sum(counts))
+    target = np.lib.format.open_memmap(destination, mode="w+", dtype=dtype, shape=(total,))
+    units = _copy_units(task_dirs, offsets, counts)
+    max_id = -1
+    with (
+        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+        tqdm(
+            total=total, desc="Writing tokens", unit="tok", unit_scale=True, disable=not progress
+        ) as bar,
+    ):
+        for copied, chunk_max in pool.map(partial(_copy_unit, target), units):
+            max_id = max(max_id, chunk_max)
+            bar.update(copied)
+    target.flush()
+    del target
+    _fsync_file(destination)
+    return max_id
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+class _RowCursor:
+    """A task's walk through successive permutations of its rows, shared across epochs."""
+
+    def __init__(self, rows: int):
+        self.rows = rows
+        self.permutation: np.ndarray | None = None
+        self.position = 0
+
+    def take(self, rng: np.random.Generator, count: int) -> Iterator[np.ndarray]:
+        """Yield row indices, ``count`` in all; a new permutation is drawn only when needed."""
+        remaining = count
+        while remaining > 0:
+            if self.permutation is None or self.position >= len(self.permutation):
+                self.permutation = rng.permutation(self.rows)
+                self.position = 0
+            step = min(len(self.permutation) - self.position, remaining)
+            yield self.permutation[self.position : self.position + step]
+            self.position += step
+            remaining -= step
+
+
+def _check_output_path(config: SamplingConfig) -> None:
+    """Refuse to replace a folder that is not a sampled output, or to nest in the inputs."""
+    output = config.output_path.absolute()
+    tokenized = config.tokenized_path.absolute()
+    if output == tokenized or tokenized in output.parents or output in tokenized.parents:
+        raise SamplingError(
+            f"output_path {output} and tokenized_path {tokenized} must not contain each other"
+        )
+    if output.exists() and not output.is_dir():
+        raise SamplingError(f"{output}: output_path exists and is not a directory")
+    if output.is_dir():
+        foreign = sorted(
+            entry.name
+            for entry in output.iterdir()
+            if entry.name not in (TOKENS_FILE, METADATA_FILE)
+            and not (entry.is_dir() and EPOCH_DIR_PATTERN.fullmatch(entry.name))
+        )
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise SamplingError(
+                f"{output}: output_path holds files that are not a sampled output ({shown}); "
+                f"it would be replaced as a whole, so choose an empty or sampled folder"
+            )
+
+
+def _remove_crashed_staging(output: Path) -> None:
+    """Drop staging folders that a killed run left next to ``output`` (atomic_directory's names)."""
+    parent = output.parent
+    if not parent.is_dir():
+        return
+    prefixes = (f"{TMP_PREFIX}{output.name}.", f"{TMP_PREFIX}retired-{output.name}-")
+    for entry in parent.iterdir():
+        if entry.name.startswith(prefixes) and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _ambiguity_warnings(names: list[str], rules: list[PrefixRule]) -> list[str]:
+    """data_io warns when a task matches several prefixes; grouped here, one line per group."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name in names:
+        matching = tuple(rule.prefix for rule in rules if name.startswith(rule.prefix))
+        if len(matching) > 1:
+            groups.setdefault(matching, []).append(name)
+    messages = []
+    for matching, tasks in groups.items():
+        shown = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+        messages.append(
+            f"{len(tasks)} task(s) match several prefixes {list(matching)}; the first rule "
+            f"({matching[0]!r}) applies: {shown}"
+        )
+    return messages
+
+
+def sample_tokenized(
+    config: SamplingConfig,
+    *,
+    progress: bool = False,
+    warn: Warn | None = None,
+    copy_workers: int = 4,
+) -> SamplingResult:
+    """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
+
+    The whole output is built in a ``.tmp-`` sibling and renamed into place, replacing the
+    previous output only on success. ``progress`` shows tqdm bars on stderr; ``warn`` receives
+    each warning as it happens (they are also in ``SamplingResult.warnings``).
+    Raises :class:`SamplingError` on bad configuration or inputs, ``OSError`` on I/O failure.
+    """
+    warnings: list[str] = []
+
+    def note(message: str) -> None:
+        warnings.append(message)
+        if warn is not None:
+            warn(message)
+
+    tokenizer_info = load_tokenizer_info(config.tokenized_path)
+    try:
+        rules = load_prefix_rules(config.prefix_config_path)
+    except PrefixConfigError as exc:
+        raise SamplingError(str(exc)) from None
+    _check_output_path(config)
+    task_dirs = task_directories(config.tokenized_path)
+    if not task_dirs:
+        raise SamplingError(f"{config.tokenized_path}: no task folders to sample from")
+    names = [task_dir.name for task_dir in task_dirs]
+    for message in _ambiguity_warnings(names, rules):
+        note(message)
+    vocab_size = tokenizer_info.get("vocab_size")
+    if vocab_size is None:
+        note(
+            f"{config.tokenized_path / TOKENIZER_INFO_FILE}: no vocab_size; tokens are stored "
+            f"as int32 and HRM-Text, which reads tokenizer_info.vocab_size, cannot load them"
+        )
+    dtype = token_dtype(vocab_size)
+
+    # Read and check every task before writing anything: a bad folder fails in seconds.
+    loaded: list[tuple[Spans, int]] = []
+    for task_dir in tqdm(task_dirs, desc="Reading indices", disable=not progress):
+        loaded.append(load_spans(task_dir))
+    counts = [count for _, count in loaded]
+
+    output = config.output_path.absolute()
+    _remove_crashed_staging(output)
+    with atomic_directory(output) as staged:
+        max_id = concatenate_tokens(
+            staged / TOKENS_FILE, task_dirs, counts, dtype, workers=copy_workers,
+            progress=progress,
+        )
+        if max_id > np.iinfo(dtype).max:
+            note(
+                f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
+                f"such ids are stored wrapped around, as data_io does"
+            )
+        elif vocab_size is not None and max_id >= vocab_size:
+            note(f"token id {max_id} is outside the vocabulary (vocab_size {vocab_size})")
+
+        reports, sampled_spans, cursors = [], [], []
+        offset = 0
+        for name, (spans, count) in zip(names, loaded, strict=True):
+            rule = rule_for(name, rules)
+            kept, filtered = filter_rows(spans, rule, config.context_size, config.min_resp_length)
+            kept.inst_start += offset
+            kept.resp_start += offset
+            stats = CoverageStats(
+                rows=len(kept),
+                inst_tokens=int(kept.inst_len.sum()),
+                resp_tokens=int(kept.resp_len.sum()),
+                source_rows=len(spans),
+                rows_dropped_short=filtered.dropped_short,
+                rows_dropped_long=filtered.dropped_long,
+                rows_truncated=filtered.truncated,
+            )
+            stats.tokens = stats.inst_tokens + stats.resp_tokens
+            reports.append(
+                TaskReport(
+                    name=name,
+                    category=task_category(name),
+                    rule=rule,
+                    matched_prefix=rule.prefix if isinstance(rule, PrefixRule) else None,
+                    token_offset=offset,
+                    token_count=count,
+                    rows_per_epoch=rows_per_epoch(rule, len(kept)),
+                    stats=stats,
+                )
+            )
+            sampled_spans.append(kept)
+            cursors.append(_RowCursor(len(kept)))
+            offset += count
+        del loaded
+
+        epoch_size = sum(report.rows_per_epoch for report in reports)
+        buffer = {name: np.empty(epoch_size, dtype=np.int64) for name in SPAN_FIELDS}
+        shuffled = np.empty(epoch_size, dtype=np.int64)
+        coverage = [np.zeros(len(spans), dtype=np.int64) for spans in sampled_spans]
+        rng = np.random.Generator(np.random.Philox(config.seed))
+        total_sampled = np.int64(0)
+        epoch_tokens: list[int] = []
+        if epoch_size == 0:
+            note("every epoch is empty: no task has rows left to sample (see the filtering stats)")
+        epochs = tqdm(range(config.epochs), desc="Generating epoch indices", disable=not progress)
+        for epoch in epochs:
+            filled = 0
+            for report, spans, cursor, counter in zip(
+                reports, sampled_spans, cursors, coverage, strict=True
+            ):
+                for rows in cursor.take(rng, report.rows_per_epoch):
+                    end = filled + len(rows)
+                    for name in SPAN_FIELDS:
+                        np.take(getattr(spans, name), rows, out=buffer[name][filled:end])
+                    counter[rows] += 1
+                    filled = end
+            tokens = buffer["inst_len"][:filled].sum() + buffer["resp_len"][:filled].sum()
+            total_sampled += tokens
+            epoch_tokens.append(int(tokens))
+            order = rng.permutation(filled)
+            epoch_dir = staged / f"epoch_{epoch}"
+            epoch_dir.mkdir()
+            for name in SPAN_FIELDS:
+                np.take(buffer[name][:filled], order, out=shuffled[:filled])
+                save_npy(epoch_dir / f"{name}.npy", shuffled[:filled])
+
+        # data_io divides an int64 by the epoch count and rounds half to even; so do we.
+        total_length = int(round(total_sampled / config.epochs))
+        metadata = SampledMetadata(
+            tokenizer_info=tokenizer_info,
+            max_seq_len=config.context_size,
+            total_length=total_length,
+        )
+        (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
+        _fsync_file(staged / METADATA_FILE)
+
+    for report, spans, counter in zip(reports, sampled_spans, coverage, strict=True):
+        _fill_coverage(report.stats, spans, counter)
+    categories: dict[str, CoverageStats] = {}
+    global_stats = CoverageStats()
+    for report in reports:
+        categories.setdefault(report.category, CoverageStats()).add(report.stats)
+        global_stats.add(report.stats)
+    return SamplingResult(
+        config=config,
+        output_path=output,
+        token_dtype=dtype.name,
+        total_tokens=int(sum(counts)),
+        tasks=reports,
+        categories=dict(sorted(categories.items())),
+        global_stats=global_stats,
+        epoch_rows=[epoch_size] * config.epochs,
+        epoch_tokens=epoch_tokens,
+        metadata=json.loads(metadata.model_dump_json()),
+        warnings=warnings,
+    )
+
+
+def _fill_coverage(stats: CoverageStats, spans: Spans, counter: np.ndarray) -> None:
+    drawn = counter > 0
+    lengths = spans.inst_len + spans.resp_len
+    stats.covered_rows = int(counter.sum())
+    stats.covered_inst_tokens = int((spans.inst_len * counter).sum())
+    stats.covered_resp_tokens = int((spans.resp_len * counter).sum())
+    stats.covered_tokens = stats.covered_inst_tokens + stats.covered_resp_tokens
+    stats.unique_rows = int(np.count_nonzero(drawn))
+    stats.unique_tokens = int(lengths[drawn].sum())
