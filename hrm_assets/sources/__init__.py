@@ -1,0 +1,86 @@
+"""The source registry: every cleaned source, keyed by name (asset ``cleaned/<name>``).
+
+Adding a source family is one module: ``sources/<family>.py`` defines the pure cleaning
+function(s), a demo generator in the raw schema, and ``SPECS = (SourceSpec(...), ...)``; then
+its name goes into ``FAMILY_MODULES`` below. The registry checks that names and output paths
+(and their tokenized folder names) are unique.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from hrm_assets.layout import safe_name
+from hrm_assets.sources.spec import (
+    CleanFn,
+    DemoFn,
+    OutputFormat,
+    RawLayout,
+    RawPart,
+    Record,
+    RouteFn,
+    SkipRecord,
+    SourceSpec,
+)
+
+FAMILY_MODULES = (
+    "gsm8k",
+    "math",
+)
+"""Modules under ``hrm_assets.sources`` that define ``SPECS``, in registry order."""
+
+
+def build_registry(specs: Iterable[SourceSpec]) -> dict[str, SourceSpec]:
+    """Name -> spec; raises ValueError on a duplicate name, output path or safe name."""
+    registry: dict[str, SourceSpec] = {}
+    outputs: dict[str, str] = {}
+    for spec in specs:
+        if spec.name in registry:
+            raise ValueError(f"source {spec.name!r} is defined twice")
+        registry[spec.name] = spec
+        for output in spec.static_outputs:
+            key = safe_name(output)
+            if key in outputs:
+                raise ValueError(
+                    f"sources {outputs[key]!r} and {spec.name!r} both write {output!r} "
+                    f"(tokenized folder {key!r})"
+                )
+            outputs[key] = spec.name
+    return registry
+
+
+def _load_specs() -> list[SourceSpec]:
+    specs: list[SourceSpec] = []
+    for module_name in FAMILY_MODULES:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        specs.extend(module.SPECS)
+    return specs
+
+
+SOURCES: dict[str, SourceSpec] = build_registry(_load_specs())
+
+
+def get_source(name: str) -> SourceSpec:
+    """The spec called ``name``; KeyError listing the known names otherwise."""
+    try:
+        return SOURCES[name]
+    except KeyError:
+        raise KeyError(f"unknown source {name!r}; known sources: {', '.join(SOURCES)}") from None
+
+
+__all__ = [
+    "FAMILY_MODULES",
+    "SOURCES",
+    "CleanFn",
+    "DemoFn",
+    "OutputFormat",
+    "RawLayout",
+    "RawPart",
+    "Record",
+    "RouteFn",
+    "SkipRecord",
+    "SourceSpec",
+    "build_registry",
+    "get_source",
+]

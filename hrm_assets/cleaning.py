@@ -1,0 +1,479 @@
+"""Cleaning: raw records -> validated rows -> cleaned JSONL/Parquet files, streamed in batches.
+
+``clean_source(spec, out_root)`` reads a source part by part and batch by batch (see
+``hrm_assets.sources``), turns each raw record into rows with the source's pure cleaning
+function, validates every row, and hands it to a streaming writer. Memory holds one raw batch,
+the rows of one record, at most ``batch_size`` buffered Parquet rows per output and a bounded
+report, whatever the size of the source. Every output is written to a temporary sibling and
+renamed into place when the whole source succeeded (``hrm_assets.atomic``), so a failure keeps
+the previous files.
+
+Nothing is dropped silently: a record the source rules reject (``SkipRecord``), a record that
+breaks the cleaning function, and a row that is not three valid strings with known condition
+tags are counted in the :class:`CleaningReport` under a reason, with a few examples naming the
+file, the row and the raw record.
+
+CLI: ``python -m hrm_assets.cleaning SOURCE... [--raw-root DIR] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hrm_assets import settings
+from hrm_assets.atomic import atomic_file
+from hrm_assets.framing import split_condition
+from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
+from hrm_assets.sources import SOURCES, SkipRecord, SourceSpec, get_source
+
+DEFAULT_BATCH_SIZE = 8192
+MAX_SKIP_EXAMPLES = 5
+PREVIEW_ROWS = 5
+PREVIEW_CHARS = 500
+
+PARQUET_SCHEMA = pa.schema([(name, pa.string()) for name in FIELDS])
+
+# Reasons of the generic checks (a source's own reasons come from its SkipRecord).
+UNKNOWN_TAG = "unknown condition tag"
+NOT_A_STRING = "field missing or not a string"
+NOT_UTF8 = "text is not valid UTF-8"
+NOT_A_ROW = "cleaning function yielded a non-row"
+NO_TAG = "(none)"
+
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def jsonl_line(row: Row) -> bytes:
+    """One JSONL line exactly as data_io writes it (``orjson.dumps(row) + b"\\n"``).
+
+    The stdlib encoder with compact separators and no ASCII escaping is byte-identical to
+    orjson for every valid string; text that is not valid UTF-8 is rejected before this.
+    """
+    obj = {"condition": row[0], "instruction": row[1], "response": row[2]}
+    return (_JSON.encode(obj) + "\n").encode("utf-8")
+
+
+# -- writers -----------------------------------------------------------------------------------
+
+
+class JsonlWriter:
+    """Streams rows to ``path`` as JSONL; the file appears only when the writer exits cleanly."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.rows = 0
+        self._stack = contextlib.ExitStack()
+        self._handle = None
+
+    def __enter__(self) -> JsonlWriter:
+        self._handle = self._stack.enter_context(atomic_file(self.path, "wb"))
+        return self
+
+    def write(self, row: Row) -> None:
+        self._handle.write(jsonl_line(row))
+        self.rows += 1
+
+    def __exit__(self, *exc_info) -> bool:
+        return self._stack.__exit__(*exc_info)
+
+
+class ParquetRowWriter:
+    """Streams rows to ``path`` as Parquet (three string columns), one row group per
+    ``row_group_rows`` rows; the file appears only when the writer exits cleanly."""
+
+    def __init__(self, path: Path, row_group_rows: int = DEFAULT_BATCH_SIZE):
+        if row_group_rows < 1:
+            raise ValueError("row_group_rows must be at least 1")
+        self.path = Path(path)
+        self.rows = 0
+        self.row_groups = 0
+        self._limit = row_group_rows
+        self._buffer: list[list[str]] = [[] for _ in FIELDS]
+        self._stack = contextlib.ExitStack()
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> ParquetRowWriter:
+        handle = self._stack.enter_context(atomic_file(self.path, "wb"))
+        self._writer = pq.ParquetWriter(handle, PARQUET_SCHEMA)
+        # Runs before atomic_file's exit, so the footer is written before the rename (or the
+        # temporary file is closed before it is removed).
+        self._stack.callback(self._writer.close)
+        return self
+
+    def write(self, row: Row) -> None:
+        for column, value in zip(self._buffer, row, strict=True):
+            column.append(value)
+        self.rows += 1
+        if len(self._buffer[0]) >= self._limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer[0]:
+            return
+        table = pa.Table.from_arrays(
+            [pa.array(column, type=pa.string()) for column in self._buffer], schema=PARQUET_SCHEMA
+        )
+        self._writer.write_table(table, row_group_size=table.num_rows)
+        self.row_groups += 1
+        self._buffer = [[] for _ in FIELDS]
+
+    def __exit__(self, exc_type, *rest) -> bool:
+        if exc_type is None:
+            self.flush()
+        return self._stack.__exit__(exc_type, *rest)
+
+
+def open_writer(path: Path, fmt: str, batch_size: int = DEFAULT_BATCH_SIZE):
+    """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet``."""
+    if fmt == "jsonl":
+        return JsonlWriter(path)
+    if fmt == "parquet":
+        return ParquetRowWriter(path, batch_size)
+    raise ValueError(f"unknown cleaned format {fmt!r} (expected jsonl or parquet)")
+
+
+# -- validation --------------------------------------------------------------------------------
+
+
+RowCheck = tuple[Row, None] | tuple[None, tuple[str, str]]
+
+
+def check_row(row: object, file: str, row_number: int) -> RowCheck:
+    """Validate one produced row against CONTRACTS.md section 1.
+
+    Returns ``(row, None)`` for a good row, else ``(None, (reason, message))`` where the
+    message names the file, the row number and the problem (for a tag: the unknown tag and the
+    known ones). Rows may be :class:`Row` tuples or mappings with the three fields.
+    """
+    if isinstance(row, tuple) and len(row) == len(FIELDS):
+        obj: object = dict(zip(FIELDS, row, strict=True))
+    elif isinstance(row, Mapping):
+        obj = row
+    else:
+        return None, (NOT_A_ROW, f"{file}: row {row_number}: got {type(row).__name__}")
+    try:
+        good = validate_row(obj, file, row_number)
+    except RowError as error:
+        if error.field == "condition" and isinstance(obj.get("condition"), str):
+            if unknown_tags(obj["condition"]):
+                return None, (UNKNOWN_TAG, str(error))
+        return None, (NOT_A_STRING, str(error))
+    for name, value in zip(FIELDS, good, strict=True):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return None, (NOT_UTF8, str(RowError(file, row_number, name, str(exc))))
+    return good, None
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+@dataclass
+class SkipExample:
+    file: str
+    row: int | None
+    raw: str
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "row": self.row, "raw": self.raw, "detail": self.detail}
+
+
+@dataclass
+class SkipCount:
+    count: int = 0
+    examples: list[SkipExample] = field(default_factory=list)
+
+
+@dataclass
+class FileReport:
+    """One cleaned output file: rows written, size, condition histogram, first rows."""
+
+    path: str
+    rows: int = 0
+    bytes: int = 0
+    conditions: Counter = field(default_factory=Counter)
+    preview: list[Row] = field(default_factory=list)
+    candidates: int = 0  # rows produced for this file, written or skipped (for row numbers)
+
+    def add(self, row: Row) -> None:
+        self.rows += 1
+        self.conditions[row.condition] += 1
+        if len(self.preview) < PREVIEW_ROWS:
+            self.preview.append(Row(*(value[:PREVIEW_CHARS] for value in row)))
+
+
+@dataclass
+class CleaningReport:
+    """What one cleaning run did; plain data, turned into Dagster metadata by ``defs/``.
+
+    - ``files``: relative output path -> :class:`FileReport` (rows, bytes, conditions,
+      preview of the first rows, strings cut at ``PREVIEW_CHARS``).
+    - ``skipped``: reason -> :class:`SkipCount` (count and up to ``MAX_SKIP_EXAMPLES``
+      examples naming the file, the row number (the row's position among all rows produced
+      for that file, so skipped rows have numbers too; None for a skipped raw record), the raw
+      record as ``<part>#<n>`` (1-based within its part) and what was wrong).
+    - ``records_read``, ``parts`` (in read order), ``seconds``.
+    """
+
+    source: str
+    files: dict[str, FileReport] = field(default_factory=dict)
+    skipped: dict[str, SkipCount] = field(default_factory=dict)
+    records_read: int = 0
+    parts: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def file(self, path: str) -> FileReport:
+        if path not in self.files:
+            self.files[path] = FileReport(path)
+        return self.files[path]
+
+    def skip(self, reason: str, example: SkipExample) -> None:
+        entry = self.skipped.setdefault(reason, SkipCount())
+        entry.count += 1
+        if len(entry.examples) < MAX_SKIP_EXAMPLES:
+            entry.examples.append(example)
+
+    @property
+    def rows_written(self) -> int:
+        return sum(item.rows for item in self.files.values())
+
+    @property
+    def rows_skipped(self) -> int:
+        """Rows and records skipped (a skipped record counts once, whatever it would give)."""
+        return sum(item.count for item in self.skipped.values())
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(item.bytes for item in self.files.values())
+
+    @property
+    def condition_counts(self) -> Counter:
+        """Rows per condition string over all files (``""`` is the empty condition)."""
+        total: Counter = Counter()
+        for item in self.files.values():
+            total.update(item.conditions)
+        return total
+
+    @property
+    def tag_counts(self) -> Counter:
+        """Rows carrying each tag; rows with the empty condition count under ``(none)``."""
+        tags: Counter = Counter()
+        for condition, count in self.condition_counts.items():
+            for tag in split_condition(condition) or [NO_TAG]:
+                tags[tag] += count
+        return tags
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (for metadata, logs and the CLI's ``--json``)."""
+        return {
+            "source": self.source,
+            "records_read": self.records_read,
+            "rows_written": self.rows_written,
+            "rows_skipped": self.rows_skipped,
+            "bytes_written": self.bytes_written,
+            "seconds": round(self.seconds, 3),
+            "parts": list(self.parts),
+            "files": {
+                path: {
+                    "rows": item.rows,
+                    "bytes": item.bytes,
+                    "conditions": dict(sorted(item.conditions.items())),
+                    "preview": [row._asdict() for row in item.preview],
+                }
+                for path, item in sorted(self.files.items())
+            },
+            "conditions": dict(sorted(self.condition_counts.items())),
+            "tags": dict(sorted(self.tag_counts.items())),
+            "skipped": {
+                reason: {"count": entry.count, "examples": [e.as_dict() for e in entry.examples]}
+                for reason, entry in sorted(self.skipped.items())
+            },
+        }
+
+    def summary(self) -> str:
+        files = ", ".join(f"{path} ({item.rows} rows)" for path, item in sorted(self.files.items()))
+        text = (
+            f"{self.source}: {self.records_read} records -> {self.rows_written} rows in "
+            f"{files or 'no files'}; {self.bytes_written} bytes; {self.seconds:.1f}s"
+        )
+        for reason, entry in sorted(self.skipped.items()):
+            text += f"\n  skipped {entry.count}: {reason}"
+            for example in entry.examples[:2]:
+                text += f"\n    e.g. {example.raw}: {example.detail}"
+        return text
+
+
+# -- the cleaning run --------------------------------------------------------------------------
+
+
+class CleanedOutputs:
+    """The writers of one cleaning run, opened on first use; all commit or none do."""
+
+    def __init__(self, out_root: Path, fmt: str, batch_size: int):
+        self.out_root = Path(out_root)
+        self.fmt = fmt
+        self.batch_size = batch_size
+        self.writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> CleanedOutputs:
+        self._stack.__enter__()
+        return self
+
+    def writer(self, relative: str):
+        if relative not in self.writers:
+            writer = open_writer(self.out_root / relative, self.fmt, self.batch_size)
+            self.writers[relative] = self._stack.enter_context(writer)
+        return self.writers[relative]
+
+    def __exit__(self, *exc_info) -> bool:
+        return self._stack.__exit__(*exc_info)
+
+
+# Errors a cleaning function raises on a malformed record (a missing key, a null where data_io
+# expects a string, ...). data_io crashes on them; we count the record as skipped.
+_RECORD_ERRORS = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+
+
+def clean_source(
+    spec: SourceSpec,
+    out_root: Path,
+    raw_root: Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> CleaningReport:
+    """Clean one source into ``out_root`` (the cleaned root) and report what happened.
+
+    ``raw_root=None`` loads from the Hugging Face Hub; otherwise from a local mirror (see
+    ``hrm_assets.sources.hub``). ``progress(n)`` is called after each raw batch with the
+    number of records it held. Raises on read or write errors, leaving earlier outputs as
+    they were; bad records and rows are counted in the report instead.
+    """
+    started = time.monotonic()
+    report = CleaningReport(spec.name)
+    with CleanedOutputs(out_root, spec.format, batch_size) as outputs:
+        for relative in spec.static_outputs:
+            outputs.writer(relative)
+            report.file(relative)
+        for part in spec.layout.parts(spec, raw_root, batch_size):
+            report.parts.append(part.name)
+            index = 0
+            for batch in part.batches:
+                for record in batch:
+                    index += 1
+                    _clean_record(spec, record, part.name, f"{part.name}#{index}", outputs, report)
+                report.records_read += len(batch)
+                if progress is not None:
+                    progress(len(batch))
+    for relative in list(report.files):
+        if relative in outputs.writers:
+            report.files[relative].bytes = (Path(out_root) / relative).stat().st_size
+        else:  # a routed output whose rows were all skipped: no file, as data_io writes none
+            del report.files[relative]
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _clean_record(
+    spec: SourceSpec,
+    record: Mapping[str, Any],
+    part: str,
+    locator: str,
+    outputs: CleanedOutputs,
+    report: CleaningReport,
+) -> None:
+    try:
+        relative = spec.output_of(record, part)
+        rows = list(spec.clean(record, part))
+    except SkipRecord as skip:
+        example = SkipExample(_output_name(spec, record, part), None, locator, skip.detail)
+        report.skip(skip.reason, example)
+        return
+    except _RECORD_ERRORS as error:
+        reason = f"malformed raw record ({type(error).__name__})"
+        detail = f"{type(error).__name__}: {error}"
+        report.skip(reason, SkipExample(_output_name(spec, record, part), None, locator, detail))
+        return
+    file_report = report.file(relative)
+    for produced in rows:
+        file_report.candidates += 1
+        row, problem = check_row(produced, relative, file_report.candidates)
+        if problem is not None:
+            reason, message = problem
+            report.skip(reason, SkipExample(relative, file_report.candidates, locator, message))
+            continue
+        outputs.writer(relative).write(row)
+        file_report.add(row)
+
+
+def _output_name(spec: SourceSpec, record: Mapping[str, Any], part: str) -> str:
+    try:
+        return spec.output_of(record, part)
+    except Exception:  # the route itself failed on this record: name the source's prefix
+        return spec.output
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m hrm_assets.cleaning",
+        description="Clean raw sources into <out>/<data_io relative path>.",
+    )
+    parser.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help=f"source names, or 'all' ({', '.join(SOURCES)})")
+    parser.add_argument("--raw-root", type=Path, default=None,
+                        help=f"local raw mirror (default ${settings.RAW_ROOT_ENV}; unset: the Hub)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="cleaned root (default <$HRM_DATA_ROOT>/cleaned)")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--json", action="store_true", help="print each report as JSON")
+    return parser.parse_args(argv)
+
+
+def _selected(names: Iterable[str]) -> list[SourceSpec]:
+    names = list(names)
+    if names == ["all"]:
+        return list(SOURCES.values())
+    return [get_source(name) for name in names]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tqdm import tqdm
+
+    args = _parse_args(argv)
+    try:
+        specs = _selected(args.sources)
+    except KeyError as error:
+        print(f"error: {error.args[0]}", file=sys.stderr)
+        return 2
+    if args.batch_size < 1:
+        print("error: --batch-size must be at least 1", file=sys.stderr)
+        return 2
+    raw_root = args.raw_root.absolute() if args.raw_root else settings.raw_root()
+    out_root = args.out.absolute() if args.out else settings.cleaned_root()
+    for spec in specs:
+        with tqdm(desc=spec.name, unit=" records", file=sys.stderr) as bar:
+            report = clean_source(spec, out_root, raw_root, args.batch_size, progress=bar.update)
+        print(json.dumps(report.as_dict(), ensure_ascii=False) if args.json else report.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
