@@ -72,6 +72,20 @@ def _rule_text(task) -> str:
     return f"cap {cap}, x{rule.repeat}, {rule.long_context}"
 
 
+def _filtering_row(name: str, rule: str, s: CoverageStats, per_epoch: int) -> str:
+    cells = [
+        f"**{name}**",
+        rule,
+        _num(s.source_rows),
+        *(
+            _num_pct(value, s.source_rows)
+            for value in (s.rows, s.rows_dropped_short, s.rows_dropped_long, s.rows_truncated)
+        ),
+        _num(per_epoch),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
 def render_extra_sections(result: SamplingResult) -> str:
     """Sections beyond data_io's: filtering per task and the epochs written."""
     header = (
@@ -80,21 +94,9 @@ def render_extra_sections(result: SamplingResult) -> str:
     )
     lines = ["### Filtering Stats", header, _separator(header)]
     for task in result.tasks:
-        s = task.stats
-        lines.append(
-            f"| **{task.name}** | {_rule_text(task)} | {_num(s.source_rows)} "
-            f"| {_num_pct(s.rows, s.source_rows)} | {_num_pct(s.rows_dropped_short, s.source_rows)} "
-            f"| {_num_pct(s.rows_dropped_long, s.source_rows)} "
-            f"| {_num_pct(s.rows_truncated, s.source_rows)} | {_num(task.rows_per_epoch)} |"
-        )
-    g = result.global_stats
-    lines.append(
-        f"| **{GLOBAL_CATEGORY}** | | {_num(g.source_rows)} | {_num_pct(g.rows, g.source_rows)} "
-        f"| {_num_pct(g.rows_dropped_short, g.source_rows)} "
-        f"| {_num_pct(g.rows_dropped_long, g.source_rows)} "
-        f"| {_num_pct(g.rows_truncated, g.source_rows)} "
-        f"| {_num(sum(task.rows_per_epoch for task in result.tasks))} |"
-    )
+        lines.append(_filtering_row(task.name, _rule_text(task), task.stats, task.rows_per_epoch))
+    per_epoch = sum(task.rows_per_epoch for task in result.tasks)
+    lines.append(_filtering_row(GLOBAL_CATEGORY, "", result.global_stats, per_epoch))
     lines += ["", "### Epochs", "| Epoch | Rows | Tokens |", "|-------|------|--------|"]
     for epoch, (rows, tokens) in enumerate(
         zip(result.epoch_rows, result.epoch_tokens, strict=True)
@@ -159,7 +161,11 @@ def category_records(result: SamplingResult) -> list[dict[str, int | float | str
     for task in result.tasks:
         tasks_per_category[task.category] = tasks_per_category.get(task.category, 0) + 1
     return [
-        {"category": name, "tasks": tasks_per_category[name], **_stats_record(s, result.global_stats)}
+        {
+            "category": name,
+            "tasks": tasks_per_category[name],
+            **_stats_record(s, result.global_stats),
+        }
         for name, s in sorted(result.categories.items())
     ]
 

@@ -94,8 +94,7 @@ class SamplingConfig(BaseModel):
 def config_error_message(exc: ValidationError) -> str:
     """One line per invalid field, e.g. ``epochs: Input should be greater than or equal to 1``."""
     return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
-        for err in exc.errors()
+        f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
     )
 
 
@@ -518,6 +517,8 @@ def sample_tokenized(
         if warn is not None:
             warn(message)
 
+    if not config.tokenized_path.is_dir():
+        raise SamplingError(f"{config.tokenized_path}: tokenized_path is not a directory")
     tokenizer_info = load_tokenizer_info(config.tokenized_path)
     try:
         rules = load_prefix_rules(config.prefix_config_path)
@@ -548,7 +549,11 @@ def sample_tokenized(
     _remove_crashed_staging(output)
     with atomic_directory(output) as staged:
         max_id = concatenate_tokens(
-            staged / TOKENS_FILE, task_dirs, counts, dtype, workers=copy_workers,
+            staged / TOKENS_FILE,
+            task_dirs,
+            counts,
+            dtype,
+            workers=copy_workers,
             progress=progress,
         )
         if max_id > np.iinfo(dtype).max:

@@ -1,0 +1,860 @@
+"""Sampling: byte-identical to data_io's sample_tokenized.py (CONTRACTS.md section 3).
+
+``reference_sample`` below is an independent, deliberately plain re-implementation of the
+contract (Python lists and loops, sharing no code with hrm_assets.sampling) that also renders
+data_io's report lines. Every output file of the real sampler must match it byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hrm_assets import sampling
+from hrm_assets.analytics import (
+    category_records,
+    epoch_records,
+    render_data_io_report,
+    render_report,
+    summary_figures,
+    task_records,
+)
+from hrm_assets.prefix_config import SamplingRule
+from hrm_assets.sampling import (
+    SamplingConfig,
+    SamplingError,
+    Spans,
+    filter_rows,
+    make_config,
+    rows_per_epoch,
+    sample_tokenized,
+    token_dtype,
+)
+
+SPAN_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def write_tokenized(
+    root: Path,
+    tasks: dict[str, list[tuple[int, int]]],
+    vocab_size=1000,
+    seed: int = 0,
+    info_extra: dict | None = None,
+) -> Path:
+    """A tokenized root like data_io's tokenizer writes: ``<u4`` tokens, ``<u8`` spans."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    info = {
+        "boq": "<|im_start|>",
+        "condition_mapping": {"cot": "<|object_ref_end|>", "direct": "<|object_ref_start|>"},
+        "eoa": "<|box_end|>",
+        "eoq": "<|im_end|>",
+        "tokenizer_path": "tokenizers/bpé/tokenizer.json",
+        "vocab_size": vocab_size,
+        **(info_extra or {}),
+    }
+    (root / "tokenizer_info.json").write_text(json.dumps(info, sort_keys=True), encoding="utf-8")
+    high = vocab_size if vocab_size is not None else 100_000
+    for name, rows in tasks.items():
+        task = root / name
+        task.mkdir()
+        tokens: list[int] = []
+        spans = {key: [] for key in SPAN_NAMES}
+        for inst_len, resp_len in rows:
+            spans["inst_start"].append(len(tokens))
+            spans["inst_len"].append(inst_len)
+            tokens.extend(int(t) for t in rng.integers(0, high, inst_len))
+            spans["resp_start"].append(len(tokens))
+            spans["resp_len"].append(resp_len)
+            tokens.extend(int(t) for t in rng.integers(0, high, resp_len))
+        np.save(task / "tokens.npy", np.array(tokens, dtype="<u4"))
+        for key, values in spans.items():
+            np.save(task / f"{key}.npy", np.array(values, dtype="<u8"))
+    return root
+
+
+def write_rules(path: Path, rules: list[dict]) -> Path:
+    path.write_text(yaml.safe_dump(rules, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def random_rows(seed: int, count: int, max_inst: int = 40, max_resp: int = 40):
+    rng = np.random.default_rng(seed)
+    return [(int(rng.integers(1, max_inst)), int(rng.integers(0, max_resp))) for _ in range(count)]
+
+
+# --------------------------------------------------------------------------- the reference
+
+
+def reference_sample(
+    tokenized: Path,
+    rules: list[dict],
+    out: Path,
+    seed=0,
+    epochs=10,
+    context_size=4097,
+    min_resp_length=2,
+) -> dict:
+    """CONTRACTS.md section 3 in plain Python. Returns the report text and per-task counts."""
+    info = json.loads((tokenized / "tokenizer_info.json").read_text(encoding="utf-8"))
+    names = sorted(p.name for p in tokenized.iterdir() if p.is_dir())
+    all_tokens: list[int] = []
+    tasks = []
+    for name in names:
+        rule = {"max_per_file": None, "long_context": "truncate", "repeat": 1}
+        for candidate in rules:
+            if name.startswith(candidate["prefix"]):
+                rule.update({k: v for k, v in candidate.items() if k != "prefix"})
+                break
+        folder = tokenized / name
+        columns = {key: np.load(folder / f"{key}.npy").tolist() for key in SPAN_NAMES}
+        base = len(all_tokens)
+        all_tokens.extend(np.load(folder / "tokens.npy").tolist())
+        rows, dropped, truncated = [], 0, 0
+        for i in range(len(columns["inst_len"])):
+            inst_len, resp_len = columns["inst_len"][i], columns["resp_len"][i]
+            if resp_len < min_resp_length:
+                dropped += 1
+                continue
+            allowed = context_size - min(inst_len, context_size)
+            if rule["long_context"] == "truncate":
+                if allowed < 1:
+                    dropped += 1
+                    continue
+                if resp_len > allowed:
+                    truncated += 1
+                    resp_len = allowed
+            elif resp_len > allowed:
+                dropped += 1
+                continue
+            rows.append(
+                (
+                    columns["inst_start"][i] + base,
+                    inst_len,
+                    columns["resp_start"][i] + base,
+                    resp_len,
+                )
+            )
+        tasks.append(
+            {
+                "name": name,
+                "rule": rule,
+                "rows": rows,
+                "perm": [],
+                "pos": 0,
+                "hits": [0] * len(rows),
+                "dropped": dropped,
+                "truncated": truncated,
+                "source_rows": len(columns["inst_len"]),
+            }
+        )
+
+    vocab = info.get("vocab_size")
+    dtype = np.int32 if vocab is None or vocab > 65535 else np.uint16 if vocab > 255 else np.uint8
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / "tokens.npy", np.array(all_tokens, dtype=np.int64).astype(dtype))
+
+    rng = np.random.Generator(np.random.Philox(seed))
+    total = 0
+    for epoch in range(epochs):
+        epoch_rows = []
+        for task in tasks:
+            n = len(task["rows"])
+            want = (
+                n if task["rule"]["max_per_file"] is None else min(task["rule"]["max_per_file"], n)
+            )
+            want *= task["rule"]["repeat"]
+            for _ in range(want):
+                if task["pos"] == len(task["perm"]):
+                    task["perm"] = rng.permutation(n).tolist()
+                    task["pos"] = 0
+                row = task["perm"][task["pos"]]
+                task["pos"] += 1
+                task["hits"][row] += 1
+                epoch_rows.append(task["rows"][row])
+        total += sum(r[1] + r[3] for r in epoch_rows)
+        order = rng.permutation(len(epoch_rows)).tolist()
+        folder = out / f"epoch_{epoch}"
+        folder.mkdir()
+        for column, key in enumerate(SPAN_NAMES):
+            values = [epoch_rows[i][column] for i in order]
+            np.save(folder / f"{key}.npy", np.array(values, dtype=np.int64))
+    metadata = {
+        "tokenizer_info": info,
+        "vocab_size": None,
+        "max_seq_len": context_size,
+        "total_length": round(total / epochs),
+    }
+    (out / "metadata.json").write_bytes(
+        json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    )
+    return {"report": reference_report(tasks), "tasks": tasks}
+
+
+def reference_report(tasks: list[dict]) -> str:
+    """data_io's gen_report output, written from its format strings."""
+    keys = (
+        "rows",
+        "toks",
+        "cov_rows",
+        "cov_toks",
+        "cov_inst",
+        "cov_resp",
+        "uniq_rows",
+        "uniq_toks",
+    )
+    per_task, per_cat = {}, {"GLOBAL": dict.fromkeys(keys, 0)}
+    for task in tasks:
+        s = dict.fromkeys(keys, 0)
+        for (_, inst_len, _, resp_len), hits in zip(task["rows"], task["hits"], strict=True):
+            s["rows"] += 1
+            s["toks"] += inst_len + resp_len
+            s["cov_rows"] += hits
+            s["cov_inst"] += inst_len * hits
+            s["cov_resp"] += resp_len * hits
+            s["cov_toks"] += (inst_len + resp_len) * hits
+            s["uniq_rows"] += 1 if hits else 0
+            s["uniq_toks"] += inst_len + resp_len if hits else 0
+        per_task[task["name"]] = s
+        for cat in ("GLOBAL", task["name"].split("__")[0]):
+            per_cat.setdefault(cat, dict.fromkeys(keys, 0))
+            for key in keys:
+                per_cat[cat][key] += s[key]
+    ref = per_cat["GLOBAL"]
+
+    def pct(key, s):
+        return f"{s[key]:,} ({s[key] / max(1, ref[key]):.1%})"
+
+    out = ""
+    for title, table in (("Category", per_cat), ("Task", per_task)):
+        header = (
+            "| Name | Rows (%) | Tokens (%) | Cov Rows (%) | Cov Toks (%) | Cov IToks (%) "
+            "| Cov RToks (%) |"
+        )
+        out += f"\n### {title} Coverage Stats\n{header}\n{re.sub(r'[^|]', '-', header)}\n"
+        for name in sorted(table):
+            s = table[name]
+            cells = " | ".join(
+                pct(k, s) for k in ("rows", "toks", "cov_rows", "cov_toks", "cov_inst", "cov_resp")
+            )
+            out += f"| **{name}** | {cells} |\n"
+    out += "\n### Global Summary\n"
+    out += (
+        f"**Total Unique Tokens Sampled:** {ref['uniq_toks']:,} out of {ref['toks']:,} "
+        f"({ref['uniq_toks'] / max(1, ref['toks']):.2%})\n"
+    )
+    out += (
+        f"**Total Unique Rows Sampled:** {ref['uniq_rows']:,} out of {ref['rows']:,} "
+        f"({ref['uniq_rows'] / max(1, ref['rows']):.2%})\n\n"
+    )
+    return out
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def run_both(tmp_path: Path, tasks, rules, vocab_size=1000, data_seed=0, **kwargs):
+    tokenized = write_tokenized(tmp_path / "tokenized", tasks, vocab_size, data_seed)
+    rules_path = write_rules(tmp_path / "prefix_config.yaml", rules)
+    expected = reference_sample(tokenized, rules, tmp_path / "expected", **kwargs)
+    config = SamplingConfig(
+        tokenized_path=tokenized,
+        output_path=tmp_path / "sampled",
+        prefix_config_path=rules_path,
+        **kwargs,
+    )
+    result = sample_tokenized(config)
+    assert tree_bytes(tmp_path / "sampled") == tree_bytes(tmp_path / "expected")
+    assert render_data_io_report(result) == expected["report"]
+    return result, expected
+
+
+# --------------------------------------------------------------------------- byte identity
+
+MIXED = {
+    "SYNTH__a.parquet": random_rows(1, 50),
+    "flan__cot_x.parquet": random_rows(2, 30),
+    "flan__y.parquet": random_rows(3, 40, 80, 80),
+    "gsm8k_train.jsonl": random_rows(4, 7),
+    "Platypus__arb.jsonl": random_rows(5, 5),
+    "empty.jsonl": [],
+    "zz_long.jsonl": random_rows(6, 20, 100, 100),
+}
+MIXED_RULES = [
+    {"prefix": "SYNTH__", "max_per_file": 20},
+    {"prefix": "flan__cot_"},
+    {"prefix": "flan__", "max_per_file": 15, "long_context": "drop"},
+    {"prefix": "zz_", "long_context": "drop"},
+    {"prefix": "Platypus__", "repeat": 3},
+    {"prefix": "gsm8k", "repeat": 2, "max_per_file": 5},
+]
+
+CASES = {
+    "caps-repeat-drop-truncate-empty": (MIXED, MIXED_RULES, 1000, dict(epochs=3, context_size=60)),
+    "uint8-tokens": (MIXED, MIXED_RULES, 200, dict(epochs=2, context_size=60, seed=3)),
+    "int32-tokens": (MIXED, MIXED_RULES, 70_000, dict(epochs=2, context_size=60, seed=11)),
+    "vocab-unknown-int32": (MIXED, MIXED_RULES, None, dict(epochs=2, context_size=60)),
+    "default-config": (MIXED, MIXED_RULES, 1000, {}),
+    "repeat-without-caps": (
+        {"a.jsonl": random_rows(7, 9), "b.jsonl": random_rows(8, 4)},
+        [{"prefix": "a", "repeat": 5}, {"prefix": "b", "repeat": 2}],
+        1000,
+        dict(epochs=4, seed=5),
+    ),
+    "all-short-kept-min0": (
+        MIXED,
+        MIXED_RULES,
+        1000,
+        dict(epochs=3, context_size=30, min_resp_length=0),
+    ),
+    "cap-zero-and-repeat-zero": (
+        MIXED,
+        [{"prefix": "SYNTH__", "max_per_file": 0}, {"prefix": "flan__", "repeat": 0}],
+        1000,
+        dict(epochs=2, seed=1),
+    ),
+    "cap-above-rows-and-many-epochs": (
+        {"x__1.jsonl": random_rows(9, 6), "x__2.jsonl": random_rows(10, 3)},
+        [{"prefix": "x__", "max_per_file": 4, "repeat": 3}],
+        300,
+        dict(epochs=7, seed=123456789),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_byte_identical_to_reference(tmp_path, case):
+    tasks, rules, vocab, kwargs = CASES[case]
+    run_both(tmp_path, tasks, rules, vocab, **kwargs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42])
+@pytest.mark.parametrize("epochs", [1, 5])
+def test_seeds_and_epochs(tmp_path, seed, epochs):
+    run_both(
+        tmp_path,
+        MIXED,
+        MIXED_RULES,
+        1000,
+        data_seed=seed,
+        seed=seed,
+        epochs=epochs,
+        context_size=50,
+    )
+
+
+def test_chunked_copy_is_identical(tmp_path, monkeypatch):
+    # Tiny chunks so every task is copied in several pieces by several threads.
+    monkeypatch.setattr(sampling, "COPY_CHUNK", 7)
+    run_both(tmp_path, MIXED, MIXED_RULES, 1000, epochs=2, context_size=60)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    caps=st.lists(st.one_of(st.none(), st.integers(0, 8)), min_size=4, max_size=4),
+    repeats=st.lists(st.integers(0, 4), min_size=4, max_size=4),
+    modes=st.lists(st.sampled_from(["drop", "truncate"]), min_size=4, max_size=4),
+    seed=st.integers(0, 2**32),
+    epochs=st.integers(1, 4),
+    context_size=st.integers(2, 40),
+    min_resp_length=st.integers(0, 4),
+    data_seed=st.integers(0, 1000),
+)
+def test_random_configs_match_reference(
+    tmp_path_factory,
+    sizes,
+    caps,
+    repeats,
+    modes,
+    seed,
+    epochs,
+    context_size,
+    min_resp_length,
+    data_seed,
+):
+    tmp_path = tmp_path_factory.mktemp("prop")
+    tasks = {f"t{i}__f.jsonl": random_rows(data_seed + i, n, 30, 30) for i, n in enumerate(sizes)}
+    rules = [
+        {"prefix": f"t{i}", "max_per_file": caps[i], "repeat": repeats[i], "long_context": modes[i]}
+        for i in range(len(sizes))
+    ]
+    run_both(
+        tmp_path,
+        tasks,
+        rules,
+        500,
+        data_seed,
+        seed=seed,
+        epochs=epochs,
+        context_size=context_size,
+        min_resp_length=min_resp_length,
+    )
+
+
+# --------------------------------------------------------------------------- result analytics
+
+
+def test_result_stats_match_reference(tmp_path):
+    result, expected = run_both(tmp_path, MIXED, MIXED_RULES, 1000, epochs=3, context_size=60)
+    by_name = {task["name"]: task for task in expected["tasks"]}
+    assert [t.name for t in result.tasks] == sorted(MIXED)
+    for task in result.tasks:
+        ref = by_name[task.name]
+        assert task.stats.source_rows == ref["source_rows"] == len(MIXED[task.name])
+        assert task.stats.rows == len(ref["rows"])
+        assert task.stats.rows_dropped == ref["dropped"]
+        assert task.stats.rows_truncated == ref["truncated"]
+        assert task.stats.rows + task.stats.rows_dropped == task.stats.source_rows
+        assert task.stats.covered_rows == sum(ref["hits"]) == 3 * task.rows_per_epoch
+    flan = next(t for t in result.tasks if t.name == "flan__y.parquet")
+    assert flan.matched_prefix == "flan__" and flan.rule.long_context == "drop"
+    assert flan.stats.rows_dropped_long > 0 and flan.stats.rows_truncated == 0
+    synth = next(t for t in result.tasks if t.name == "SYNTH__a.parquet")
+    assert synth.rows_per_epoch == 20 and synth.stats.rows_truncated > 0
+    empty = next(t for t in result.tasks if t.name == "empty.jsonl")
+    assert empty.matched_prefix is None and empty.rows_per_epoch == 0 and empty.token_count == 0
+    assert set(result.categories) == {
+        "SYNTH",
+        "flan",
+        "gsm8k_train.jsonl",
+        "Platypus",
+        "empty.jsonl",
+        "zz_long.jsonl",
+    }
+    assert result.categories["flan"].rows == sum(
+        t.stats.rows for t in result.tasks if t.category == "flan"
+    )
+
+    tokens = np.load(tmp_path / "sampled" / "tokens.npy")
+    assert result.total_tokens == len(tokens)
+    assert result.token_dtype == "uint16"
+    offsets = [t.token_offset for t in result.tasks]
+    assert offsets == list(np.cumsum([0] + [t.token_count for t in result.tasks])[:-1])
+    for epoch, tokens_in_epoch in enumerate(result.epoch_tokens):
+        folder = tmp_path / "sampled" / f"epoch_{epoch}"
+        lens = np.load(folder / "inst_len.npy") + np.load(folder / "resp_len.npy")
+        assert tokens_in_epoch == int(lens.sum())
+        assert result.epoch_rows[epoch] == len(lens) == sum(t.rows_per_epoch for t in result.tasks)
+    assert result.total_length == round(sum(result.epoch_tokens) / 3)
+
+
+def test_report_sections_and_records(tmp_path):
+    result, expected = run_both(tmp_path, MIXED, MIXED_RULES, 1000, epochs=2, context_size=60)
+    report = render_report(result)
+    assert report.startswith(expected["report"])
+    for section in (
+        "### Category Coverage Stats",
+        "### Task Coverage Stats",
+        "### Global Summary",
+        "### Filtering Stats",
+        "### Epochs",
+    ):
+        assert section in report
+    assert "| **flan__y.parquet** | cap 15, x1, drop | 40 |" in report
+
+    figures = summary_figures(result)
+    assert figures["rows"] == result.global_stats.rows
+    assert figures["tokens_npy_tokens"] == result.total_tokens
+    assert figures["rows_per_epoch"] == result.epoch_rows[0]
+    assert figures["total_length"] == result.total_length
+    assert 0 < figures["unique_rows_fraction"] <= 1
+    json.dumps(figures)
+
+    categories = category_records(result)
+    assert [c["category"] for c in categories] == sorted(result.categories)
+    assert sum(c["sampled_token_share"] for c in categories) == pytest.approx(1.0)
+    assert sum(c["token_share"] for c in categories) == pytest.approx(1.0)
+    assert sum(c["tasks"] for c in categories) == len(result.tasks)
+    tasks = task_records(result)
+    assert [t["task"] for t in tasks] == [t.name for t in result.tasks]
+    assert sum(t["rows_dropped"] for t in tasks) == result.global_stats.rows_dropped
+    assert tasks[0]["prefix"] == "Platypus__" and tasks[0]["repeat"] == 3
+    epochs = epoch_records(result)
+    assert [e["tokens"] for e in epochs] == result.epoch_tokens
+    json.dumps([categories, tasks, epochs])
+
+
+def test_ambiguous_prefixes_warn_once_per_group(tmp_path):
+    seen = []
+    tokenized = write_tokenized(
+        tmp_path / "tok",
+        {
+            "flan__cot_1.parquet": random_rows(1, 3),
+            "flan__cot_2.parquet": random_rows(2, 3),
+            "flan__x.parquet": random_rows(3, 3),
+        },
+    )
+    rules = write_rules(tmp_path / "rules.yaml", [{"prefix": "flan__cot_"}, {"prefix": "flan__"}])
+    result = sample_tokenized(
+        make_config(
+            tokenized_path=tokenized,
+            output_path=tmp_path / "out",
+            prefix_config_path=rules,
+            epochs=1,
+        ),
+        warn=seen.append,
+    )
+    assert seen == result.warnings
+    assert len(seen) == 1 and "2 task(s)" in seen[0] and "'flan__cot_'" in seen[0]
+
+
+# --------------------------------------------------------------------------- HRM-Text's reader
+
+
+def test_output_loads_with_hrm_text_rules(tmp_path):
+    context_size = 60
+    result, _ = run_both(tmp_path, MIXED, MIXED_RULES, 1000, epochs=3, context_size=context_size)
+    out = tmp_path / "sampled"
+    metadata = json.loads((out / "metadata.json").read_text(encoding="utf-8"))
+    # HRM-Text's V1DatasetMeta: vocab_size must be null, tokenizer_info.vocab_size present.
+    assert list(metadata) == ["tokenizer_info", "vocab_size", "max_seq_len", "total_length"]
+    assert metadata["vocab_size"] is None
+    assert metadata["tokenizer_info"]["vocab_size"] == 1000
+    assert metadata["max_seq_len"] == context_size
+    assert metadata["total_length"] == result.total_length
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["tokens.npy", "metadata.json", "epoch_0", "epoch_1", "epoch_2"]
+    )
+
+    tokens = np.load(out / "tokens.npy", mmap_mode="r")
+    assert tokens.dtype == np.uint16
+    source = np.concatenate(
+        [np.load(tmp_path / "tokenized" / name / "tokens.npy") for name in sorted(MIXED)]
+    )
+    assert np.array_equal(tokens, source)
+    for epoch in range(3):
+        spans = {
+            key: np.load(out / f"epoch_{epoch}" / f"{key}.npy", mmap_mode="r") for key in SPAN_NAMES
+        }
+        assert all(
+            a.dtype == np.int64 and a.shape == spans["inst_len"].shape for a in spans.values()
+        )
+        assert len(spans["inst_len"]) > 0
+        for key in ("inst", "resp"):
+            start, length = spans[f"{key}_start"], spans[f"{key}_len"]
+            assert (start >= 0).all() and (start + length <= len(tokens)).all()
+        # HRM-Text trains on inst + resp - 1 positions and slices resp[:-1]: both must fit.
+        total = spans["inst_len"] + spans["resp_len"]
+        assert (total <= context_size).all() and (spans["resp_len"] >= 2).all()
+        # Responses follow their instruction in tokens.npy (unless truncated, still inside).
+        assert (spans["resp_start"] == spans["inst_start"] + spans["inst_len"]).all()
+
+
+# --------------------------------------------------------------------------- atomic outputs
+
+
+def test_resampling_with_fewer_epochs_removes_stale_epochs(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
+    out = tmp_path / "sampled"
+    base = dict(tokenized_path=tokenized, output_path=out, prefix_config_path=rules)
+    sample_tokenized(make_config(**base, epochs=5))
+    assert len(list(out.glob("epoch_*"))) == 5
+    sample_tokenized(make_config(**base, epochs=2))
+    assert sorted(p.name for p in out.glob("epoch_*")) == ["epoch_0", "epoch_1"]
+    reference_sample(tokenized, MIXED_RULES, tmp_path / "expected", epochs=2)
+    assert tree_bytes(out) == tree_bytes(tmp_path / "expected")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_failed_run_leaves_previous_output_intact(tmp_path, monkeypatch):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
+    out = tmp_path / "sampled"
+    base = dict(tokenized_path=tokenized, output_path=out, prefix_config_path=rules)
+    sample_tokenized(make_config(**base, epochs=2))
+    before = tree_bytes(out)
+
+    calls = []
+
+    def failing_save(path, array):
+        calls.append(path)
+        if len(calls) == 6:
+            raise OSError(28, "No space left on device", str(path))
+        np.save(path, array)
+
+    monkeypatch.setattr(sampling, "save_npy", failing_save)
+    with pytest.raises(OSError, match="No space left"):
+        sample_tokenized(make_config(**base, epochs=4, seed=9))
+    assert tree_bytes(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_leftover_staging_folders_are_removed_and_not_tasks(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", {"a.jsonl": random_rows(1, 4)})
+    # An unfinished atomic write inside the tokenized root is not a task.
+    write_tokenized(tokenized / ".tmp-b.jsonl.x1", {"inner": random_rows(2, 2)})
+    stale = tmp_path / ".tmp-sampled.abc123"
+    stale.mkdir()
+    (stale / "tokens.npy").write_bytes(b"partial")
+    rules = write_rules(tmp_path / "rules.yaml", [])
+    result = sample_tokenized(
+        make_config(
+            tokenized_path=tokenized,
+            output_path=tmp_path / "sampled",
+            prefix_config_path=rules,
+            epochs=1,
+        )
+    )
+    assert [t.name for t in result.tasks] == ["a.jsonl"]
+    assert not stale.exists()
+
+
+# --------------------------------------------------------------------------- where data_io crashes
+
+
+def test_repeat_beyond_buffer_does_not_crash(tmp_path):
+    # data_io sizes its epoch buffer to the rows after filtering and crashes here.
+    tasks = {"a.jsonl": random_rows(1, 5), "b.jsonl": random_rows(2, 3)}
+    rules = [{"prefix": "a", "repeat": 10}]
+    result, _ = run_both(tmp_path, tasks, rules, 1000, epochs=2)
+    kept = result.global_stats.rows
+    assert result.epoch_rows[0] > kept
+
+
+def test_zero_rows_after_filtering(tmp_path):
+    tasks = {"a.jsonl": [(30, 5), (10, 1)], "b.jsonl": []}
+    seen = []
+    tokenized = write_tokenized(tmp_path / "tok", tasks)
+    rules = write_rules(tmp_path / "rules.yaml", [{"prefix": "a", "long_context": "drop"}])
+    expected = reference_sample(
+        tokenized,
+        [{"prefix": "a", "long_context": "drop"}],
+        tmp_path / "expected",
+        epochs=2,
+        context_size=20,
+    )
+    result = sample_tokenized(
+        make_config(
+            tokenized_path=tokenized,
+            output_path=tmp_path / "out",
+            prefix_config_path=rules,
+            epochs=2,
+            context_size=20,
+        ),
+        warn=seen.append,
+    )
+    assert tree_bytes(tmp_path / "out") == tree_bytes(tmp_path / "expected")
+    assert render_data_io_report(result) == expected["report"]
+    assert result.epoch_rows == [0, 0] and result.total_length == 0
+    assert (
+        result.global_stats.rows_dropped_long == 1 and result.global_stats.rows_dropped_short == 1
+    )
+    assert any("every epoch is empty" in message for message in seen)
+    assert len(np.load(tmp_path / "out" / "tokens.npy")) == 30 + 5 + 10 + 1
+
+
+# --------------------------------------------------------------------------- pure rules
+
+
+def test_token_dtype_boundaries():
+    assert token_dtype(1) == np.uint8
+    assert token_dtype(255) == np.uint8
+    assert token_dtype(256) == np.uint16
+    assert token_dtype(65535) == np.uint16
+    assert token_dtype(65536) == np.int32
+    assert token_dtype(151_665) == np.int32
+    assert token_dtype(None) == np.int32
+
+
+def test_rows_per_epoch():
+    assert rows_per_epoch(SamplingRule(), 7) == 7
+    assert rows_per_epoch(SamplingRule(max_per_file=5), 7) == 5
+    assert rows_per_epoch(SamplingRule(max_per_file=50), 7) == 7
+    assert rows_per_epoch(SamplingRule(max_per_file=5, repeat=3), 7) == 15
+    assert rows_per_epoch(SamplingRule(repeat=0), 7) == 0
+    assert rows_per_epoch(SamplingRule(max_per_file=5), 0) == 0
+
+
+def test_filter_rows_truncate_and_drop():
+    inst = np.array([3, 8, 10, 12, 2], dtype=np.int64)
+    resp = np.array([4, 5, 1, 3, 1], dtype=np.int64)
+    spans = Spans(np.arange(5) * 100, inst, np.arange(5) * 100 + inst, resp)
+    kept, counts = filter_rows(spans, SamplingRule(long_context="truncate"), 10, 2)
+    # row 2: resp 1 < 2 (short); row 3 and row 1... allowed = 10 - min(inst, 10)
+    assert kept.resp_len.tolist() == [4, 2]
+    assert kept.inst_start.tolist() == [0, 100]
+    assert (counts.kept, counts.dropped_short, counts.dropped_long, counts.truncated) == (
+        2,
+        2,
+        1,
+        1,
+    )
+    kept, counts = filter_rows(spans, SamplingRule(long_context="drop"), 10, 2)
+    assert kept.inst_start.tolist() == [0]
+    assert (counts.kept, counts.dropped_short, counts.dropped_long, counts.truncated) == (
+        1,
+        2,
+        2,
+        0,
+    )
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (dict(epochs=0), "epochs"),
+        (dict(context_size=1), "context_size"),
+        (dict(seed=-1), "seed"),
+        (dict(min_resp_length=-1), "min_resp_length"),
+        (dict(epochs="3"), "epochs"),
+        (dict(epochs=2.5), "epochs"),
+        (dict(epoch=3), "epoch"),
+        (dict(output_path=""), "output_path"),
+    ],
+)
+def test_config_validation(tmp_path, values, message):
+    base = dict(tokenized_path=tmp_path, output_path=tmp_path / "o", prefix_config_path=tmp_path)
+    with pytest.raises(SamplingError, match=message):
+        make_config(**{**base, **values})
+
+
+def _good_setup(tmp_path):
+    tokenized = write_tokenized(
+        tmp_path / "tok", {"a.jsonl": random_rows(1, 4), "b.jsonl": random_rows(2, 3)}
+    )
+    rules = write_rules(tmp_path / "rules.yaml", [{"prefix": "a", "repeat": 2}])
+    return make_config(
+        tokenized_path=tokenized, output_path=tmp_path / "out", prefix_config_path=rules, epochs=1
+    )
+
+
+def _corrupt(kind: str, config: SamplingConfig) -> str:
+    """Break a good setup in one way; return a fragment the error must contain."""
+    task = config.tokenized_path / "a.jsonl"
+    info = config.tokenized_path / "tokenizer_info.json"
+    if kind == "missing-tokenized":
+        import shutil
+
+        shutil.rmtree(config.tokenized_path)
+        return "not a directory"
+    if kind == "missing-tokenizer-info":
+        info.unlink()
+        return "tokenizer_info.json: missing"
+    if kind == "bad-tokenizer-info":
+        info.write_text("{not json")
+        return "not valid JSON"
+    if kind == "tokenizer-info-not-object":
+        info.write_text("[1, 2]")
+        return "expected a JSON object"
+    if kind == "vocab-size-string":
+        info.write_text(json.dumps({"vocab_size": "1000"}))
+        return "vocab_size must be a number"
+    if kind == "missing-array":
+        (task / "resp_len.npy").unlink()
+        return "resp_len.npy: missing"
+    if kind == "not-npy":
+        (task / "inst_len.npy").write_bytes(b"garbage")
+        return "inst_len.npy: not a readable .npy"
+    if kind == "float-array":
+        np.save(task / "inst_len.npy", np.ones(4))
+        return "1-D integer array"
+    if kind == "two-dimensional":
+        np.save(task / "tokens.npy", np.zeros((2, 2), dtype="<u4"))
+        return "1-D integer array"
+    if kind == "mismatched-lengths":
+        np.save(task / "resp_len.npy", np.load(task / "resp_len.npy")[:3])
+        return "different lengths"
+    if kind == "token-count":
+        np.save(task / "tokens.npy", np.append(np.load(task / "tokens.npy"), np.uint32(1)))
+        return "spans cover"
+    if kind == "span-past-end":
+        starts = np.load(task / "resp_start.npy")
+        starts[-1] += 1
+        np.save(task / "resp_start.npy", starts)
+        return "past the"
+    if kind == "negative":
+        np.save(task / "inst_start.npy", np.array([0, -1, 2, 3], dtype=np.int64))
+        return "negative"
+    if kind == "missing-prefix-config":
+        config.prefix_config_path.unlink()
+        return "prefix config not found"
+    if kind == "malformed-prefix-config":
+        config.prefix_config_path.write_text("- prefix: a\n  repeat: lots\n")
+        return "rule 0"
+    if kind == "unknown-rule-field":
+        config.prefix_config_path.write_text("- prefix: a\n  max_per_fil: 3\n")
+        return "max_per_fil"
+    if kind == "no-tasks":
+        import shutil
+
+        for child in config.tokenized_path.iterdir():
+            if child.is_dir():
+                shutil.rmtree(child)
+        return "no task folders"
+    if kind == "foreign-output":
+        config.output_path.mkdir()
+        (config.output_path / "notes.txt").write_text("mine")
+        return "not a sampled output"
+    if kind == "output-is-file":
+        config.output_path.write_text("x")
+        return "not a directory"
+    raise AssertionError(kind)
+
+
+BAD_KINDS = [
+    "missing-tokenized",
+    "missing-tokenizer-info",
+    "bad-tokenizer-info",
+    "tokenizer-info-not-object",
+    "vocab-size-string",
+    "missing-array",
+    "not-npy",
+    "float-array",
+    "two-dimensional",
+    "mismatched-lengths",
+    "token-count",
+    "span-past-end",
+    "negative",
+    "missing-prefix-config",
+    "malformed-prefix-config",
+    "unknown-rule-field",
+    "no-tasks",
+    "foreign-output",
+    "output-is-file",
+]
+
+
+@pytest.mark.parametrize("kind", BAD_KINDS)
+def test_bad_inputs_give_clear_errors(tmp_path, kind):
+    config = _good_setup(tmp_path)
+    fragment = _corrupt(kind, config)
+    with pytest.raises(SamplingError, match=re.escape(fragment)):
+        sample_tokenized(config)
+    if kind not in ("foreign-output", "output-is-file"):
+        assert not config.output_path.exists()
+
+
+def test_output_inside_tokenized_root_is_refused(tmp_path):
+    config = _good_setup(tmp_path)
+    nested = config.model_copy(update={"output_path": config.tokenized_path / "sampled"})
+    with pytest.raises(SamplingError, match="must not contain each other"):
+        sample_tokenized(nested)
+
+
+def test_out_of_vocabulary_ids_warn(tmp_path):
+    config = _good_setup(tmp_path)
+    task = config.tokenized_path / "a.jsonl"
+    tokens = np.load(task / "tokens.npy")
+    tokens[0] = 70_000
+    np.save(task / "tokens.npy", tokens)
+    result = sample_tokenized(config)
+    assert any("does not fit uint16" in message for message in result.warnings)
+    assert np.load(config.output_path / "tokens.npy")[0] == 70_000 % 65_536
