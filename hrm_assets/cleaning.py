@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from hrm_assets import settings
 from hrm_assets.atomic import atomic_file
 from hrm_assets.framing import split_condition
+from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
 from hrm_assets.sources import SOURCES, SkipRecord, SourceSpec, get_source
 
@@ -316,6 +317,24 @@ class CleaningReport:
             for example in entry.examples[:2]:
                 text += f"\n    e.g. {example.raw}: {example.detail}"
         return text
+
+
+# -- code version ------------------------------------------------------------------------------
+
+
+def source_code_version(spec: SourceSpec) -> str:
+    """Hash of the code that decides a source's cleaned bytes: its family module, its raw
+    layout's module, and the shared cleaning, row and tag rules. A data version built on it
+    changes when any of them is edited, and only then."""
+    modules = {
+        spec.clean.__module__,
+        type(spec.layout).__module__,
+        __name__,
+        Row.__module__,
+        split_condition.__module__,
+    }
+    files = sorted(Path(sys.modules[name].__file__).resolve() for name in modules)
+    return value_sha256([[path.name, file_sha256(path)] for path in files])
 
 
 # -- the cleaning run --------------------------------------------------------------------------

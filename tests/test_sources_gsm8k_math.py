@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import clean_source, jsonl_line
+from hrm_assets.cleaning import clean_source, jsonl_line, source_code_version
 from hrm_assets.rows import Row, iter_cleaned_rows
 from hrm_assets.sources import SOURCES, get_source
 from hrm_assets.sources.gsm8k import BAD_ANSWER
@@ -312,3 +312,19 @@ def test_cli_end_to_end_on_demo_corpus(tmp_path, capsys, monkeypatch):
     assert len(list(iter_cleaned_rows(cleaned / "gsm8k_train.jsonl"))) == 300
     math_rows = list(iter_cleaned_rows(cleaned / "math_train.jsonl"))
     assert (cleaned / "math_train.jsonl").read_bytes() == b"".join(map(jsonl_line, math_rows))
+
+
+def test_raw_files_and_code_version_for_data_versions(tmp_path):
+    demo.write_demo_corpus(tmp_path)
+    math_spec = get_source("math_train")
+    files = math_spec.layout.raw_files(math_spec, tmp_path)
+    assert [p.parent.name for p in files] == sorted(SUBJECTS)
+    assert all(p.name == "train-00000-of-00001.parquet" for p in files)
+    gsm8k_spec = get_source("gsm8k_train")
+    assert gsm8k_spec.layout.raw_files(gsm8k_spec, tmp_path) == [
+        tmp_path / "openai/gsm8k/main/train-00000-of-00001.parquet"
+    ]
+    assert "openai/gsm8k/main/train-*.parquet" in gsm8k_spec.layout.describe(gsm8k_spec)
+    versions = {name: source_code_version(spec) for name, spec in SOURCES.items()}
+    assert versions == {name: source_code_version(spec) for name, spec in SOURCES.items()}
+    assert len(set(versions.values())) == len(versions)

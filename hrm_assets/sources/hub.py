@@ -110,6 +110,13 @@ class HubLayout:
             )
         return builder, files
 
+    def raw_files(self, spec: SourceSpec, raw_root: Path) -> list[Path]:
+        return [
+            path
+            for config in self.config_names(spec, raw_root)
+            for path in self.local_files(spec, raw_root, config)[1]
+        ]
+
     def load(self, spec: SourceSpec, raw_root: Path | None, config: str):
         """A streaming ``datasets.IterableDataset`` of one config's split."""
         from datasets import load_dataset

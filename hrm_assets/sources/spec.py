@@ -57,6 +57,10 @@ class RawLayout(Protocol):
         """Lay records out under ``raw_root`` so that :meth:`parts` reads them back."""
         ...
 
+    def raw_files(self, spec: SourceSpec, raw_root: Path) -> list[Path]:
+        """Every local file :meth:`parts` would read (for content hashes of ``raw/<source>``)."""
+        ...
+
     def describe(self, spec: SourceSpec) -> str:
         """Human-readable location of the raw files relative to the raw root."""
         ...
