@@ -2,13 +2,14 @@
 
 Adding a source family is one module: ``sources/<family>.py`` defines the pure cleaning
 function(s), a demo generator in the raw schema, and ``SPECS = (SourceSpec(...), ...)``; then
-its name goes into ``FAMILY_MODULES`` below. The registry checks that names and output paths
-(and their tokenized folder names) are unique.
+it is found automatically (any module of this package that defines ``SPECS``). The registry
+checks that names and output paths (and their tokenized folder names) are unique.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Iterable
 
 from hrm_assets.layout import safe_name
@@ -24,11 +25,10 @@ from hrm_assets.sources.spec import (
     SourceSpec,
 )
 
-FAMILY_MODULES = (
-    "gsm8k",
-    "math",
-)
-"""Modules under ``hrm_assets.sources`` that define ``SPECS``, in registry order."""
+def _package_modules() -> tuple[str, ...]:
+    """Every module of this package, sorted; those that define ``SPECS`` are source families,
+    so adding a source never edits a shared file."""
+    return tuple(sorted(info.name for info in pkgutil.iter_modules(__path__)))
 
 
 def build_registry(specs: Iterable[SourceSpec]) -> dict[str, SourceSpec]:
@@ -52,9 +52,9 @@ def build_registry(specs: Iterable[SourceSpec]) -> dict[str, SourceSpec]:
 
 def _load_specs() -> list[SourceSpec]:
     specs: list[SourceSpec] = []
-    for module_name in FAMILY_MODULES:
+    for module_name in _package_modules():
         module = importlib.import_module(f"{__name__}.{module_name}")
-        specs.extend(module.SPECS)
+        specs.extend(getattr(module, "SPECS", ()))
     return specs
 
 
@@ -70,7 +70,6 @@ def get_source(name: str) -> SourceSpec:
 
 
 __all__ = [
-    "FAMILY_MODULES",
     "SOURCES",
     "CleanFn",
     "DemoFn",
