@@ -23,6 +23,8 @@ bytes of a valid sample:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -496,6 +498,115 @@ def _ambiguity_warnings(names: list[str], rules: list[PrefixRule]) -> list[str]:
     return messages
 
 
+def _task_reports(
+    names: list[str],
+    loaded: list[tuple[Spans, int]],
+    rules: list[PrefixRule],
+    config: SamplingConfig,
+) -> tuple[list[TaskReport], list[Spans]]:
+    """Apply each task's rule; returns the reports and the kept spans, offset into tokens.npy.
+
+    Offsets follow the unfiltered token counts, since tokens.npy keeps filtered rows too.
+    """
+    reports, kept_spans = [], []
+    offset = 0
+    for name, (spans, count) in zip(names, loaded, strict=True):
+        rule = rule_for(name, rules)
+        kept, filtered = filter_rows(spans, rule, config.context_size, config.min_resp_length)
+        kept.inst_start += offset
+        kept.resp_start += offset
+        inst_tokens, resp_tokens = int(kept.inst_len.sum()), int(kept.resp_len.sum())
+        stats = CoverageStats(
+            rows=len(kept),
+            tokens=inst_tokens + resp_tokens,
+            inst_tokens=inst_tokens,
+            resp_tokens=resp_tokens,
+            source_rows=len(spans),
+            rows_dropped_short=filtered.dropped_short,
+            rows_dropped_long=filtered.dropped_long,
+            rows_truncated=filtered.truncated,
+        )
+        reports.append(
+            TaskReport(
+                name=name,
+                category=task_category(name),
+                rule=rule,
+                matched_prefix=rule.prefix if isinstance(rule, PrefixRule) else None,
+                token_offset=offset,
+                token_count=count,
+                rows_per_epoch=rows_per_epoch(rule, len(kept)),
+                stats=stats,
+            )
+        )
+        kept_spans.append(kept)
+        offset += count
+    return reports, kept_spans
+
+
+def _write_epochs(
+    staged: Path,
+    reports: list[TaskReport],
+    kept_spans: list[Spans],
+    config: SamplingConfig,
+    progress: bool,
+) -> tuple[list[int], np.int64, list[np.ndarray]]:
+    """Draw and write every epoch; returns tokens per epoch, their int64 total, draw counts.
+
+    One Philox generator, used in data_io's order: per epoch, each task in order draws a new
+    permutation of its rows only when it needs rows and its current one is used up; then the
+    epoch's rows are shuffled with one more permutation.
+    """
+    epoch_size = sum(report.rows_per_epoch for report in reports)
+    buffer = {name: np.empty(epoch_size, dtype=np.int64) for name in SPAN_FIELDS}
+    shuffled = np.empty(epoch_size, dtype=np.int64)
+    cursors = [_RowCursor(len(spans)) for spans in kept_spans]
+    draws = [np.zeros(len(spans), dtype=np.int64) for spans in kept_spans]
+    rng = np.random.Generator(np.random.Philox(config.seed))
+    total = np.int64(0)
+    epoch_tokens: list[int] = []
+    with tqdm(total=config.epochs, desc="Generating epoch indices", disable=not progress) as bar:
+        for epoch in range(config.epochs):
+            filled = 0
+            for report, spans, cursor, counter in zip(
+                reports, kept_spans, cursors, draws, strict=True
+            ):
+                for rows in cursor.take(rng, report.rows_per_epoch):
+                    end = filled + len(rows)
+                    for name in SPAN_FIELDS:
+                        np.take(getattr(spans, name), rows, out=buffer[name][filled:end])
+                    counter[rows] += 1
+                    filled = end
+            tokens = buffer["inst_len"][:filled].sum() + buffer["resp_len"][:filled].sum()
+            total += tokens
+            epoch_tokens.append(int(tokens))
+            order = rng.permutation(filled)
+            epoch_dir = staged / f"epoch_{epoch}"
+            epoch_dir.mkdir()
+            for name in SPAN_FIELDS:
+                np.take(buffer[name][:filled], order, out=shuffled[:filled])
+                save_npy(epoch_dir / f"{name}.npy", shuffled[:filled])
+            bar.update(1)
+    return epoch_tokens, total, draws
+
+
+@contextlib.contextmanager
+def _exclusive_output(output: Path) -> Iterator[None]:
+    """Hold a lock beside ``output`` so two runs never build or replace it at once."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = output.parent / f".{output.name}.lock"
+    with open(lock_path, "a+b") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SamplingError(
+                f"{output}: another sampling run is writing this output_path"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def sample_tokenized(
     config: SamplingConfig,
     *,
@@ -505,10 +616,12 @@ def sample_tokenized(
 ) -> SamplingResult:
     """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
 
-    The whole output is built in a ``.tmp-`` sibling and renamed into place, replacing the
-    previous output only on success. ``progress`` shows tqdm bars on stderr; ``warn`` receives
-    each warning as it happens (they are also in ``SamplingResult.warnings``).
-    Raises :class:`SamplingError` on bad configuration or inputs, ``OSError`` on I/O failure.
+    Every input is read and checked before anything is written. The whole output is built in a
+    ``.tmp-`` sibling and renamed into place, replacing the previous output only on success; a
+    lock file ``.<name>.lock`` beside it keeps concurrent runs apart. ``progress`` shows tqdm
+    bars on stderr; ``warn`` receives each warning as it happens (they are also in
+    ``SamplingResult.warnings``). Raises :class:`SamplingError` on bad configuration or
+    inputs (or a concurrent run), ``OSError`` on I/O failure.
     """
     warnings: list[str] = []
 
@@ -539,111 +652,50 @@ def sample_tokenized(
         )
     dtype = token_dtype(vocab_size)
 
-    # Read and check every task before writing anything: a bad folder fails in seconds.
-    loaded: list[tuple[Spans, int]] = []
-    for task_dir in tqdm(task_dirs, desc="Reading indices", disable=not progress):
-        loaded.append(load_spans(task_dir))
+    # A context manager, so the bar ends its line even when a folder is rejected.
+    with tqdm(task_dirs, desc="Reading indices", disable=not progress) as bar:
+        loaded = [load_spans(task_dir) for task_dir in bar]
     counts = [count for _, count in loaded]
+    reports, kept_spans = _task_reports(names, loaded, rules, config)
+    del loaded
+    if sum(report.rows_per_epoch for report in reports) == 0:
+        note("every epoch is empty: no task has rows left to sample (see the filtering stats)")
 
     output = config.output_path.absolute()
-    _remove_crashed_staging(output)
-    with atomic_directory(output) as staged:
-        max_id = concatenate_tokens(
-            staged / TOKENS_FILE,
-            task_dirs,
-            counts,
-            dtype,
-            workers=copy_workers,
-            progress=progress,
-        )
-        if max_id > np.iinfo(dtype).max:
-            note(
-                f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
-                f"such ids are stored wrapped around, as data_io does"
+    with _exclusive_output(output):
+        _remove_crashed_staging(output)
+        with atomic_directory(output) as staged:
+            max_id = concatenate_tokens(
+                staged / TOKENS_FILE,
+                task_dirs,
+                counts,
+                dtype,
+                workers=copy_workers,
+                progress=progress,
             )
-        elif vocab_size is not None and max_id >= vocab_size:
-            note(f"token id {max_id} is outside the vocabulary (vocab_size {vocab_size})")
-
-        reports, sampled_spans, cursors = [], [], []
-        offset = 0
-        for name, (spans, count) in zip(names, loaded, strict=True):
-            rule = rule_for(name, rules)
-            kept, filtered = filter_rows(spans, rule, config.context_size, config.min_resp_length)
-            kept.inst_start += offset
-            kept.resp_start += offset
-            stats = CoverageStats(
-                rows=len(kept),
-                inst_tokens=int(kept.inst_len.sum()),
-                resp_tokens=int(kept.resp_len.sum()),
-                source_rows=len(spans),
-                rows_dropped_short=filtered.dropped_short,
-                rows_dropped_long=filtered.dropped_long,
-                rows_truncated=filtered.truncated,
-            )
-            stats.tokens = stats.inst_tokens + stats.resp_tokens
-            reports.append(
-                TaskReport(
-                    name=name,
-                    category=task_category(name),
-                    rule=rule,
-                    matched_prefix=rule.prefix if isinstance(rule, PrefixRule) else None,
-                    token_offset=offset,
-                    token_count=count,
-                    rows_per_epoch=rows_per_epoch(rule, len(kept)),
-                    stats=stats,
+            if max_id > np.iinfo(dtype).max:
+                note(
+                    f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
+                    f"such ids are stored wrapped around, as data_io does"
                 )
+            elif vocab_size is not None and max_id >= vocab_size:
+                note(f"token id {max_id} is outside the vocabulary (vocab_size {vocab_size})")
+            epoch_tokens, total, draws = _write_epochs(
+                staged, reports, kept_spans, config, progress
             )
-            sampled_spans.append(kept)
-            cursors.append(_RowCursor(len(kept)))
-            offset += count
-        del loaded
+            # data_io divides an int64 by the epoch count and rounds half to even; so do we.
+            metadata = SampledMetadata(
+                tokenizer_info=tokenizer_info,
+                max_seq_len=config.context_size,
+                total_length=int(round(total / config.epochs)),
+            )
+            (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
+            _fsync_file(staged / METADATA_FILE)
 
-        epoch_size = sum(report.rows_per_epoch for report in reports)
-        buffer = {name: np.empty(epoch_size, dtype=np.int64) for name in SPAN_FIELDS}
-        shuffled = np.empty(epoch_size, dtype=np.int64)
-        coverage = [np.zeros(len(spans), dtype=np.int64) for spans in sampled_spans]
-        rng = np.random.Generator(np.random.Philox(config.seed))
-        total_sampled = np.int64(0)
-        epoch_tokens: list[int] = []
-        if epoch_size == 0:
-            note("every epoch is empty: no task has rows left to sample (see the filtering stats)")
-        epochs = tqdm(range(config.epochs), desc="Generating epoch indices", disable=not progress)
-        for epoch in epochs:
-            filled = 0
-            for report, spans, cursor, counter in zip(
-                reports, sampled_spans, cursors, coverage, strict=True
-            ):
-                for rows in cursor.take(rng, report.rows_per_epoch):
-                    end = filled + len(rows)
-                    for name in SPAN_FIELDS:
-                        np.take(getattr(spans, name), rows, out=buffer[name][filled:end])
-                    counter[rows] += 1
-                    filled = end
-            tokens = buffer["inst_len"][:filled].sum() + buffer["resp_len"][:filled].sum()
-            total_sampled += tokens
-            epoch_tokens.append(int(tokens))
-            order = rng.permutation(filled)
-            epoch_dir = staged / f"epoch_{epoch}"
-            epoch_dir.mkdir()
-            for name in SPAN_FIELDS:
-                np.take(buffer[name][:filled], order, out=shuffled[:filled])
-                save_npy(epoch_dir / f"{name}.npy", shuffled[:filled])
-
-        # data_io divides an int64 by the epoch count and rounds half to even; so do we.
-        total_length = int(round(total_sampled / config.epochs))
-        metadata = SampledMetadata(
-            tokenizer_info=tokenizer_info,
-            max_seq_len=config.context_size,
-            total_length=total_length,
-        )
-        (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
-        _fsync_file(staged / METADATA_FILE)
-
-    for report, spans, counter in zip(reports, sampled_spans, coverage, strict=True):
-        _fill_coverage(report.stats, spans, counter)
     categories: dict[str, CoverageStats] = {}
     global_stats = CoverageStats()
-    for report in reports:
+    for report, spans, counter in zip(reports, kept_spans, draws, strict=True):
+        _fill_coverage(report.stats, spans, counter)
         categories.setdefault(report.category, CoverageStats()).add(report.stats)
         global_stats.add(report.stats)
     return SamplingResult(
@@ -654,7 +706,7 @@ def sample_tokenized(
         tasks=reports,
         categories=dict(sorted(categories.items())),
         global_stats=global_stats,
-        epoch_rows=[epoch_size] * config.epochs,
+        epoch_rows=[sum(report.rows_per_epoch for report in reports)] * config.epochs,
         epoch_tokens=epoch_tokens,
         metadata=json.loads(metadata.model_dump_json()),
         warnings=warnings,

@@ -7,6 +7,7 @@ data_io's report lines. Every output file of the real sampler must match it byte
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 from pathlib import Path
@@ -592,6 +593,18 @@ def test_failed_run_leaves_previous_output_intact(tmp_path, monkeypatch):
         sample_tokenized(make_config(**base, epochs=4, seed=9))
     assert tree_bytes(out) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_concurrent_run_on_the_same_output_is_refused(tmp_path):
+    config = _good_setup(tmp_path)
+    lock_path = config.output_path.parent / f".{config.output_path.name}.lock"
+    with open(lock_path, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with pytest.raises(SamplingError, match="another sampling run"):
+            sample_tokenized(config)
+    assert not config.output_path.exists()
+    sample_tokenized(config)
+    assert (config.output_path / "metadata.json").is_file()
 
 
 def test_leftover_staging_folders_are_removed_and_not_tasks(tmp_path):
