@@ -17,8 +17,11 @@ bytes of a valid sample:
   not tasks; data_io would read them.
 - Inconsistent task folders (arrays of different lengths, spans outside ``tokens.npy``, token
   count not equal to the span lengths) are errors; data_io copies garbage or crashes later.
-- The output folder is replaced atomically: no stale ``epoch_N`` survives a run with fewer
-  epochs, and a failed run leaves the previous output untouched.
+- The output folder is replaced atomically (data_io writes into it in place): no stale
+  ``epoch_N`` survives a run with fewer epochs, and a failed run leaves the previous output
+  untouched. The price is room for the old and the new output at once while the new one is
+  built (on ``/dev/shm`` that is RAM). A folder holding anything but a sampled output is
+  refused rather than replaced.
 """
 
 from __future__ import annotations
