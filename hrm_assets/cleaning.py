@@ -334,7 +334,8 @@ def source_code_version(spec: SourceSpec) -> str:
         split_condition.__module__,
     }
     files = sorted(Path(sys.modules[name].__file__).resolve() for name in modules)
-    return value_sha256([[path.name, file_sha256(path)] for path in files])
+    # The name is part of it: sources of one family module share files but not their rules.
+    return value_sha256([spec.name, [[path.name, file_sha256(path)] for path in files]])
 
 
 # -- the cleaning run --------------------------------------------------------------------------
@@ -428,15 +429,17 @@ def _clean_record(
         detail = f"{type(error).__name__}: {error}"
         report.skip(reason, SkipExample(_output_name(spec, record, part), None, locator, detail))
         return
-    file_report = report.file(relative)
     for produced in rows:
+        file_report = report.file(spec.output_of_row(produced, relative))
         file_report.candidates += 1
-        row, problem = check_row(produced, relative, file_report.candidates)
+        row, problem = check_row(produced, file_report.path, file_report.candidates)
         if problem is not None:
             reason, message = problem
-            report.skip(reason, SkipExample(relative, file_report.candidates, locator, message))
+            report.skip(
+                reason, SkipExample(file_report.path, file_report.candidates, locator, message)
+            )
             continue
-        outputs.writer(relative).write(row)
+        outputs.writer(file_report.path).write(row)
         file_report.add(row)
 
 

@@ -85,6 +85,13 @@ class SourceSpec:
     - ``output``: data_io's output path relative to the cleaned root (``gsm8k_train.jsonl``); its
       suffix must match ``format``. Sources that write one file per task set ``route`` as well;
       ``output`` is then the folder-like prefix they write under and no file is created for it.
+    - ``outputs_by_condition``: for sources whose records give rows in several fixed files, one
+      per condition (data_io's ``cot.parquet``/``direct.parquet`` pairs): ``(condition, path)``
+      pairs; every row goes to the file of its condition, all of them are written even when
+      empty, and ``output`` is the folder they share.
+    - ``route_outputs``: for a routed source whose files are known in advance (ARB's five
+      subjects): every path its route may give. They are all written even when empty, as
+      data_io does, and they alone are the source's files (``writes``).
     - ``clean``: pure function raw record -> cleaned rows; raises :class:`SkipRecord` where
       data_io would crash or assert.
     - ``layout``: how raw files are found (Hub mirror by default) and how the demo is written.
@@ -102,16 +109,34 @@ class SourceSpec:
     demo: DemoFn
     route: RouteFn | None = None
     description: str = field(default="", compare=False)
+    outputs_by_condition: tuple[tuple[str, str], ...] = ()
+    route_outputs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
             raise ValueError(f"source name {self.name!r} must be non-empty and contain no '/'")
         if self.format not in ("jsonl", "parquet"):
             raise ValueError(f"{self.name}: unknown format {self.format!r}")
-        if self.route is None and not self.output.endswith(f".{self.format}"):
+        if self.outputs_by_condition:
+            if self.route is not None:
+                raise ValueError(f"{self.name}: set route or outputs_by_condition, not both")
+            folder = self.output.rstrip("/") + "/"
+            for condition, path in self.outputs_by_condition:
+                if not path.startswith(folder) or not path.endswith(f".{self.format}"):
+                    raise ValueError(
+                        f"{self.name}: output {path!r} of condition {condition!r} must be a "
+                        f".{self.format} file under {folder!r}"
+                    )
+        elif self.route is None and not self.output.endswith(f".{self.format}"):
             raise ValueError(f"{self.name}: output {self.output!r} must end with .{self.format}")
         if Path(self.output).is_absolute() or ".." in Path(self.output).parts:
             raise ValueError(f"{self.name}: output {self.output!r} must be a relative path")
+        if self.route_outputs:
+            if self.route is None:
+                raise ValueError(f"{self.name}: route_outputs needs a route")
+            for path in self.route_outputs:
+                if not path.endswith(f".{self.format}") or Path(path).is_absolute() or ".." in path:
+                    raise ValueError(f"{self.name}: bad route output {path!r}")
 
     def output_of(self, record: Record, part: str) -> str:
         """The relative output path that the rows of ``record`` go to."""
@@ -120,9 +145,37 @@ class SourceSpec:
         path = self.route(record, part)
         if not path.endswith(f".{self.format}") or Path(path).is_absolute() or ".." in path:
             raise ValueError(f"{self.name}: route gave a bad output path {path!r}")
+        if self.route_outputs and path not in self.route_outputs:
+            raise ValueError(f"{self.name}: route gave {path!r}, not one of its route_outputs")
         return path
+
+    def output_of_row(self, row: object, record_output: str) -> str:
+        """The relative output path of one produced row (``record_output`` unless the source
+        has ``outputs_by_condition``); ValueError for a condition with no file."""
+        if not self.outputs_by_condition:
+            return record_output
+        condition = row[0] if isinstance(row, tuple) and row else None
+        if isinstance(row, Mapping):
+            condition = row.get("condition")
+        for known, path in self.outputs_by_condition:
+            if condition == known:
+                return path
+        known = [c for c, _ in self.outputs_by_condition]
+        raise ValueError(f"{self.name}: no output for condition {condition!r} (known: {known})")
 
     @property
     def static_outputs(self) -> tuple[str, ...]:
         """Outputs known before reading (always written, even when empty, as data_io does)."""
+        if self.outputs_by_condition:
+            return tuple(dict.fromkeys(path for _, path in self.outputs_by_condition))
+        if self.route_outputs:
+            return self.route_outputs
         return () if self.route is not None else (self.output,)
+
+    def writes(self, relative: str) -> bool:
+        """True when the cleaned file at ``relative`` (posix, under the cleaned root) is one of
+        this source's outputs: a static output, or a file of its format under a routed folder."""
+        if self.route is None or self.route_outputs:
+            return relative in self.static_outputs
+        folder = self.output.rstrip("/") + "/"
+        return relative.startswith(folder) and relative.endswith(f".{self.format}")
