@@ -56,7 +56,7 @@ def _record(rng: random.Random, index: int) -> dict:
         answer = f"$\\binom{{{n}}}{{{m}}}$"
         solution = f"Choose the {m} elements among {n}: the count is {answer}."
     else:
-        problem = f"Soit $P(x) = x^{m} - {n}$. Trouver la somme des racines complexes de $P$."
+        problem = f"Soit $P(x) = x^{m} - {n}$. Déterminer la somme des racines de $P$ dans ℂ."
         answer = "0" if m > 1 else str(n)
         solution = f"Par les relations de Viète, la somme vaut ${answer}$ (coefficient nul)."
     return {
