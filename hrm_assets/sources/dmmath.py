@@ -110,7 +110,7 @@ _MODULES = {"algebra__linear_1d": _linear, "numbers__gcd": _gcd,
             "numbers__place_value": _place_value}
 # The real dataset is ASCII; a few invented lines are not, so the demo exercises UTF-8 paths.
 _NON_ASCII = [("Löse 3*x = 12 nach x.", "4"), ("计算 7 和 21 的最大公约数。", "7"),
-              ("  Quelle est la valeur de 2 + 2 ?  ", "  4  ")]
+              ("  Quelle est la réponse à 2 + 2 ?  ", "  4  ")]
 
 
 def demo_dmmath(rng: random.Random) -> dict[str, list[dict]]:

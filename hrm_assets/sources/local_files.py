@@ -8,7 +8,8 @@ data_io's ``raw_data/``. This module has what their layouts share:
 - :class:`LocalLayout`, the :class:`~hrm_assets.sources.spec.RawLayout` of such a source: a
   subclass says which files make which part, how one file is read in batches of records and how
   demo records are written back;
-- :func:`glob_files`, Python's ``glob`` (as data_io calls it) in a reproducible order;
+- :func:`glob_files` and :func:`pathlib_glob_files`, Python's two globs (data_io calls both)
+  in a reproducible order;
 - streaming readers (:func:`parquet_record_batches`, :func:`tar_regular_files`, :func:`batched`)
   and atomic writers for demo corpora and test fixtures;
 - :func:`safe_filename`, data_io's rule for per-task output names.
@@ -50,6 +51,13 @@ def glob_files(folder: Path, pattern: str) -> list[Path]:
     relative path: data_io takes glob's directory order, which no file system fixes."""
     names = glob.glob(pattern, root_dir=folder, recursive=True)
     return [folder / name for name in sorted(names) if (folder / name).is_file()]
+
+
+def pathlib_glob_files(folder: Path, pattern: str) -> list[Path]:
+    """Files under ``folder`` matching ``pattern`` as ``Path.glob`` matches them (unlike
+    ``glob.glob``, names starting with ``.`` match too), sorted by path: for the scripts that
+    glob with pathlib."""
+    return sorted(path for path in Path(folder).glob(pattern) if path.is_file())
 
 
 def batched(items: Iterable, size: int) -> Iterator[list]:

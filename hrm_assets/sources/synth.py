@@ -22,7 +22,7 @@ Deliberate differences:
   ``constraints``, null ``synthetic_answer``) is written by data_io with a null; here it is
   skipped and reported (reason ``null instruction or response``).
 - an input file none of whose rows is kept gives no output file (data_io writes an empty one).
-- data_io takes ``glob`` order; files are read sorted by name (one output per input file).
+- data_io takes ``Path.glob`` order; files are read sorted by name (one output per input file).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pathlib import Path
 from hrm_assets.rows import Row
 from hrm_assets.sources.local_files import (
     LocalLayout,
-    glob_files,
     parquet_record_batches,
+    pathlib_glob_files,
     write_parquet_records,
 )
 from hrm_assets.sources.spec import Record, SkipRecord, SourceSpec
@@ -60,7 +60,8 @@ class SynthLayout(LocalLayout):
     download_hint = "hf download PleIAs/SYNTH --repo-type dataset --local-dir <raw root>/SYNTH"
 
     def part_files(self, spec: SourceSpec, root: Path) -> list[tuple[str, list[Path]]]:
-        return [(path.name, [path]) for path in glob_files(root, self.pattern)]
+        # data_io globs with pathlib, which (unlike glob.glob) matches hidden names too.
+        return [(path.name, [path]) for path in pathlib_glob_files(root, self.pattern)]
 
     def read_batches(self, path: Path, part: str, batch_size: int) -> Iterator[list[Record]]:
         return parquet_record_batches(path, batch_size, COLUMNS)
