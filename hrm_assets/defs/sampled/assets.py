@@ -1,0 +1,83 @@
+"""Sampled epochs, one asset per training node (``sampled/<node>``)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import dagster as dg
+
+from hrm_assets.analytics import category_records, render_report, summary_figures, task_records
+from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
+from hrm_assets.defs.common.metadata import share_bars, table
+from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.sampling import make_config, sample_tokenized
+from hrm_assets.sources import SOURCES
+from hrm_assets.training_nodes import TrainingNode, load_training_nodes
+
+CELERY_QUEUE_TAG = "dagster-celery/queue"
+NODE_TAG = "hrm/training-node"
+
+
+class SamplingRunConfig(dg.Config):
+    seed: int = 0
+    epochs: int = 10
+    context_size: int = 4097
+    min_resp_length: int = 2
+
+
+def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=sampled_key(node.name),
+        group_name=SAMPLED_PREFIX,
+        deps=[tokenized_key(name) for name in SOURCES],
+        kinds={"python", "numpy"},
+        op_tags={CELERY_QUEUE_TAG: node.queue_name(), NODE_TAG: node.name},
+        tags={NODE_TAG: node.name},
+        description=(
+            f"Stratified epochs for training node {node.name!r} "
+            f"(data_io's sample_tokenized.py output, read directly by HRM-Text)."
+        ),
+        code_version="1",
+    )
+    def sampled(
+        context: dg.AssetExecutionContext, config: SamplingRunConfig, data_paths: DataPaths
+    ) -> dg.MaterializeResult:
+        output = node.output_dir(data_paths.root)
+        sampling_config = make_config(
+            tokenized_path=data_paths.tokenized_root,
+            output_path=output,
+            prefix_config_path=Path(data_paths.prefix_config_path),
+            seed=config.seed,
+            epochs=config.epochs,
+            context_size=config.context_size,
+            min_resp_length=config.min_resp_length,
+        )
+        context.log.info(f"sampling {data_paths.tokenized_root} into {output}")
+        result = sample_tokenized(sampling_config, warn=context.log.warning)
+        figures = summary_figures(result)
+        categories = category_records(result)
+        return dg.MaterializeResult(
+            metadata={
+                "output_path": dg.MetadataValue.path(str(output)),
+                "dagster/row_count": int(figures["sampled_rows"]),
+                **{name: value for name, value in figures.items()},
+                "category_token_share": dg.MetadataValue.md(
+                    share_bars(
+                        {c["category"]: c["sampled_token_share"] for c in categories},
+                        title="Sampled tokens",
+                    )
+                ),
+                "categories": table(categories),
+                "tasks": table(task_records(result)),
+                "analytics": dg.MetadataValue.md(render_report(result)),
+                "worker_hostname": socket.gethostname(),
+                "worker_queue": node.queue_name(),
+                "training_node": node.name,
+            }
+        )
+
+    return sampled
+
+
+SAMPLED_ASSETS = [build_sampled_asset(node) for node in load_training_nodes()]

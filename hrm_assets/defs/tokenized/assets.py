@@ -1,0 +1,73 @@
+"""Tokenized files: ``tokenized/<source>``, one dynamic partition per cleaned file.
+
+A partition whose cleaned file, tokenizer and framing are unchanged does no work and reports
+the same data version, so nothing downstream becomes stale.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
+from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+from hrm_assets.framing import Framing
+from hrm_assets.partitioning import files_of_source
+from hrm_assets.sources import SOURCES, SourceSpec
+from hrm_assets.tokenize import tokenize_file, write_tokenizer_info
+
+
+class TokenizeConfig(dg.Config):
+    threads: int | None = None
+
+
+def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=tokenized_key(spec.name),
+        group_name=TOKENIZED_PREFIX,
+        deps=[cleaned_key(spec.name), TOKENIZER_KEY],
+        partitions_def=TOKENIZED_PARTITIONS[spec.name],
+        kinds={"rust", "numpy"},
+        op_tags={"dagster-celery/queue": "dagster"},
+        description=f"data_io's token arrays of each cleaned file of {spec.name}",
+        code_version="1",
+    )
+    def tokenized(
+        context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
+    ) -> dg.MaterializeResult:
+        key = context.partition_key
+        matches = [f for f in files_of_source(spec, data_paths.cleaned_root) if f.safe_name == key]
+        if not matches:
+            raise dg.Failure(
+                f"cleaned file for partition {key!r} of {spec.name} not found under "
+                f"{data_paths.cleaned_root}; rematerialize cleaned/{spec.name}"
+            )
+        framing = Framing()
+        write_tokenizer_info(data_paths.tokenized_root, data_paths.tokenizer_json, framing)
+        outcome = tokenize_file(
+            matches[0],
+            data_paths.tokenized_root,
+            data_paths.tokenizer_json,
+            framing,
+            threads=config.threads,
+        )
+        context.log.info(
+            f"{key}: {'unchanged, skipped' if outcome.skipped else 'tokenized'} "
+            f"({outcome.rows:,} rows, {outcome.tokens:,} tokens)"
+        )
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(outcome.data_version),
+            metadata={
+                "path": dg.MetadataValue.path(str(outcome.output_dir)),
+                "dagster/row_count": outcome.rows,
+                "tokens": outcome.tokens,
+                "source_bytes": outcome.bytes,
+                "skipped": outcome.skipped,
+                "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
+            },
+        )
+
+    return tokenized
+
+
+TOKENIZED_ASSETS = [build_tokenized_asset(spec) for spec in SOURCES.values()]

@@ -1,0 +1,47 @@
+"""One dynamic partition per cleaned file, per source; keys are tokenized folder names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from hrm_assets.layout import CleanedFile
+from hrm_assets.partitioning import files_of_source, partition_changes
+from hrm_assets.sources import SOURCES, SourceSpec
+from hrm_assets.tokenize import remove_owned_output
+
+TOKENIZED_PARTITIONS: dict[str, dg.DynamicPartitionsDefinition] = {
+    name: dg.DynamicPartitionsDefinition(name=f"tokenized_{name}") for name in SOURCES
+}
+
+
+def partition_requests(
+    instance: dg.DagsterInstance,
+    spec: SourceSpec,
+    cleaned_root: Path,
+    scanned: list[CleanedFile] | None = None,
+) -> tuple[list[str], list[str]]:
+    """(keys to add, keys to delete) for ``tokenized/<spec.name>`` given the files on disk."""
+    partitions_def = TOKENIZED_PARTITIONS[spec.name]
+    present = [item.safe_name for item in files_of_source(spec, cleaned_root, scanned)]
+    registered = instance.get_dynamic_partitions(partitions_def.name)
+    return partition_changes(registered, present)
+
+
+def sync_partitions(
+    instance: dg.DagsterInstance,
+    spec: SourceSpec,
+    cleaned_root: Path,
+    tokenized_root: Path,
+    scanned: list[CleanedFile] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Register new files as partitions; delete gone ones and their (owned) tokenized folders."""
+    name = TOKENIZED_PARTITIONS[spec.name].name
+    added, removed = partition_requests(instance, spec, cleaned_root, scanned)
+    if added:
+        instance.add_dynamic_partitions(name, added)
+    for key in removed:
+        instance.delete_dynamic_partition(name, key)
+        remove_owned_output(tokenized_root, key)
+    return added, removed

@@ -1,0 +1,40 @@
+"""Registers cleaned files written outside a Dagster run as tokenized partitions."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS, partition_requests
+from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.sources import SOURCES
+from hrm_assets.tokenize import remove_owned_output
+
+
+@dg.sensor(
+    name="cleaned_files_sensor",
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Adds a tokenized partition for every new cleaned file and removes the "
+    "partitions of files that disappeared.",
+)
+def cleaned_files_sensor(
+    context: dg.SensorEvaluationContext, data_paths: DataPaths
+) -> dg.SensorResult:
+    cleaned_root = data_paths.cleaned_root
+    scanned = scan_cleaned_files(cleaned_root) if cleaned_root.is_dir() else []
+    requests = []
+    changes = []
+    for name, spec in SOURCES.items():
+        added, removed = partition_requests(context.instance, spec, cleaned_root, scanned)
+        partitions_def = TOKENIZED_PARTITIONS[name]
+        if added:
+            requests.append(partitions_def.build_add_request(added))
+        if removed:
+            requests.append(partitions_def.build_delete_request(removed))
+            for key in removed:
+                remove_owned_output(data_paths.tokenized_root, key)
+        if added or removed:
+            changes.append(f"{name}: +{len(added)} -{len(removed)}")
+    context.log.info("; ".join(changes) if changes else f"{len(scanned)} cleaned files, no change")
+    return dg.SensorResult(dynamic_partitions_requests=requests)

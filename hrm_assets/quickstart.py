@@ -1,0 +1,107 @@
+"""Materialize the whole graph on the bundled demo corpus with the local SQLite instance.
+
+``python -m hrm_assets.quickstart`` (what ``make demo`` runs) writes the demo raw corpus (if it
+is not there yet), then runs, through Dagster and recorded in ``$DAGSTER_HOME``:
+raw observations, cleaning and tokenizer training, one tokenization run per cleaned file that
+changed, and the sampled epochs of every training node. Running it again redoes only what
+changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hrm_assets import settings
+
+DEFAULT_DEMO_RAW = "demo_raw"
+
+
+def _prepare_environment(data_root: Path, raw_root: Path | None) -> Path:
+    os.environ.setdefault("DAGSTER_HOME", str(settings.PROJECT_ROOT / "dagster_home"))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    os.environ[settings.DATA_ROOT_ENV] = str(data_root)
+    raw_root = raw_root or data_root / DEFAULT_DEMO_RAW
+    os.environ[settings.RAW_ROOT_ENV] = str(raw_root)
+    return raw_root
+
+
+def _step(message: str) -> None:
+    print(f"==> {message}", file=sys.stderr, flush=True)
+
+
+def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) -> int:
+    raw_root = _prepare_environment(data_root, raw_root)
+    if not raw_root.exists():
+        from hrm_assets.demo import write_demo_corpus
+
+        _step(f"writing the demo raw corpus to {raw_root}")
+        write_demo_corpus(raw_root)
+
+    # Definitions read the environment at import, so import them only now.
+    import dagster as dg
+
+    from hrm_assets.definitions import defs
+    from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+    from hrm_assets.sources import SOURCES
+
+    instance = dg.DagsterInstance.get()
+    started = time.monotonic()
+
+    _step("cleaning every source and training the tokenizer")
+    result = defs.resolve_job_def("clean_and_train_tokenizer").execute_in_process(
+        instance=instance,
+        run_config={"ops": {"tokenizer": {"config": {"vocab_size": vocab_size}}}},
+    )
+    if not result.success:
+        return 1
+
+    for name in SOURCES:
+        keys = instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name)
+        job = defs.resolve_job_def(f"tokenize_{name}")
+        for key in keys:
+            _step(f"tokenizing {name} / {key}")
+            if not job.execute_in_process(instance=instance, partition_key=key).success:
+                return 1
+
+    _step(f"sampling {epochs} epochs for every training node")
+    sample_config = {"ops": {}}
+    for job_node in defs.resolve_job_def("sample_epochs").nodes:
+        sample_config["ops"][job_node.name] = {"config": {"epochs": epochs}}
+    result = defs.resolve_job_def("sample_epochs").execute_in_process(
+        instance=instance, run_config=sample_config
+    )
+    if not result.success:
+        return 1
+
+    from hrm_assets.training_nodes import load_training_nodes
+
+    print(f"\nDone in {time.monotonic() - started:.0f}s.")
+    for node in load_training_nodes():
+        print(f"Sampled epochs for node {node.name!r}: {node.output_dir(data_root)}")
+    print(
+        "Open the UI with:\n"
+        f"  DAGSTER_HOME={os.environ['DAGSTER_HOME']} HRM_DATA_ROOT={data_root} "
+        f"HRM_RAW_ROOT={raw_root} dagster dev -w workspace.yaml"
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hrm_assets.quickstart", description=__doc__)
+    parser.add_argument("--data-root", type=Path, default=settings.data_root())
+    parser.add_argument("--raw-root", type=Path, default=None,
+                        help="raw corpus (default: the demo corpus under the data root)")
+    parser.add_argument("--vocab-size", type=int, default=4096,
+                        help="BPE vocabulary for the demo (the production default is 65,536)")
+    parser.add_argument("--epochs", type=int, default=10)
+    args = parser.parse_args(argv)
+    return run(args.data_root.absolute(), args.raw_root, args.vocab_size, args.epochs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
