@@ -1,0 +1,358 @@
+//! Encoding rows with a `tokenizers` tokenizer, in parallel batches with bounded memory.
+//!
+//! A file is read batch by batch; each batch is encoded on all threads of the caller's rayon pool
+//! while the next batch is being read, then appended to the output in row order. Only one batch
+//! of rows and one of framed tokens are in memory at a time.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use tokenizers::Tokenizer;
+
+use crate::error::{Error, IoContext, Result};
+use crate::framing::{FramedRow, Framing, FramingSpec};
+use crate::reader::{Row, RowReader};
+
+/// Rows per batch: large enough to keep every thread busy, small enough to bound memory.
+pub const DEFAULT_BATCH_ROWS: usize = 4096;
+
+/// Where framed rows go: in memory (tests) or `.npy` files (`output::NpyFolderWriter`).
+pub trait TokenSink {
+    fn append(&mut self, arrays: &TokenArrays) -> Result<()>;
+}
+
+/// The five arrays of a tokenized folder (or a slice of them).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TokenArrays {
+    pub tokens: Vec<u32>,
+    pub inst_start: Vec<u64>,
+    pub inst_len: Vec<u64>,
+    pub resp_start: Vec<u64>,
+    pub resp_len: Vec<u64>,
+}
+
+impl TokenArrays {
+    /// Lay out `rows` back to back; offsets count from `base`, the number of tokens already
+    /// written before them.
+    pub fn from_rows(rows: &[FramedRow], base: u64) -> Self {
+        let mut arrays = TokenArrays {
+            tokens: Vec::with_capacity(rows.iter().map(|row| row.tokens.len()).sum()),
+            inst_start: Vec::with_capacity(rows.len()),
+            inst_len: Vec::with_capacity(rows.len()),
+            resp_start: Vec::with_capacity(rows.len()),
+            resp_len: Vec::with_capacity(rows.len()),
+        };
+        for row in rows {
+            let start = base + arrays.tokens.len() as u64;
+            arrays.inst_start.push(start);
+            arrays.inst_len.push(row.inst_len as u64);
+            arrays.resp_start.push(start + row.inst_len as u64);
+            arrays.resp_len.push(row.resp_len() as u64);
+            arrays.tokens.extend_from_slice(&row.tokens);
+        }
+        arrays
+    }
+
+    pub fn rows(&self) -> usize {
+        self.inst_start.len()
+    }
+}
+
+impl TokenSink for TokenArrays {
+    fn append(&mut self, arrays: &TokenArrays) -> Result<()> {
+        self.tokens.extend_from_slice(&arrays.tokens);
+        self.inst_start.extend_from_slice(&arrays.inst_start);
+        self.inst_len.extend_from_slice(&arrays.inst_len);
+        self.resp_start.extend_from_slice(&arrays.resp_start);
+        self.resp_len.extend_from_slice(&arrays.resp_len);
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EncodeStats {
+    pub rows: u64,
+    pub tokens: u64,
+    /// UTF-8 bytes of the rows' condition, instruction and response.
+    pub text_bytes: u64,
+}
+
+/// A tokenizer configured as data_io uses it, plus the resolved framing tokens.
+pub struct Encoder {
+    tokenizer: Tokenizer,
+    framing: Framing,
+}
+
+impl Encoder {
+    /// Load `tokenizer.json` and resolve the framing tokens. Special-token strings inside texts
+    /// are encoded as plain text (`encode_special_tokens = true`).
+    pub fn from_file(tokenizer_json: &Path, spec: &FramingSpec) -> Result<Self> {
+        // `Tokenizer::from_file` folds IO failures into a generic error; check first so that a
+        // wrong path surfaces as an IO error naming it.
+        std::fs::metadata(tokenizer_json).at(tokenizer_json)?;
+        let tokenizer = Tokenizer::from_file(tokenizer_json).map_err(|err| {
+            Error::Config(format!(
+                "{}: cannot load the tokenizer: {err}",
+                tokenizer_json.display()
+            ))
+        })?;
+        Self::new(tokenizer, spec)
+    }
+
+    pub fn new(mut tokenizer: Tokenizer, spec: &FramingSpec) -> Result<Self> {
+        tokenizer.set_encode_special_tokens(true);
+        let framing = Framing::resolve(spec, |token| tokenizer.token_to_id(token))?;
+        Ok(Encoder { tokenizer, framing })
+    }
+
+    /// Vocabulary size including added tokens (data_io's `vocab_size`).
+    pub fn vocab_size(&self) -> usize {
+        self.tokenizer.get_vocab_size(true)
+    }
+
+    pub fn framing(&self) -> &Framing {
+        &self.framing
+    }
+
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.tokenizer.token_to_id(token)
+    }
+
+    /// The ids of one text, without automatic special tokens.
+    pub fn encode_text(&self, text: &str) -> Result<Vec<u32>, String> {
+        self.tokenizer
+            .encode_fast(text, false)
+            .map(|encoding| encoding.get_ids().to_vec())
+            .map_err(|err| format!("the tokenizer failed: {err}"))
+    }
+
+    /// Encode many texts in parallel on the current rayon pool, keeping their order.
+    pub fn encode_texts(&self, texts: &[String]) -> Result<Vec<Vec<u32>>> {
+        texts
+            .par_iter()
+            .enumerate()
+            .map(|(index, text)| {
+                self.encode_text(text)
+                    .map_err(|problem| Error::Config(format!("text {index}: {problem}")))
+            })
+            .collect()
+    }
+
+    /// Frame a batch of rows of `path`, encoding on the current rayon pool. Errors name the
+    /// first bad row in file order.
+    pub fn frame_batch(&self, path: &Path, rows: &[Row]) -> Result<Vec<FramedRow>> {
+        // Tags first, sequentially: cheap, and the error is then the first bad row's.
+        let tags = rows
+            .iter()
+            .map(|row| {
+                self.framing
+                    .tag_ids(&row.condition)
+                    .map_err(|problem| Error::row(path, row.number, Some("condition"), problem))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let framed: Vec<Result<FramedRow>> = rows
+            .par_iter()
+            .zip(tags.par_iter())
+            .map(|(row, tags)| {
+                let encode = |field: &'static str, text: &str| {
+                    self.encode_text(text)
+                        .map_err(|problem| Error::row(path, row.number, Some(field), problem))
+                };
+                let instruction = encode("instruction", &row.instruction)?;
+                let response = encode("response", &row.response)?;
+                Ok(self.framing.frame(tags, &instruction, &response))
+            })
+            .collect();
+        framed.into_iter().collect()
+    }
+
+    /// Tokenize a whole cleaned file into `sink`, batch by batch, on the current rayon pool.
+    pub fn encode_file(
+        &self,
+        path: &Path,
+        sink: &mut dyn TokenSink,
+        batch_rows: usize,
+    ) -> Result<EncodeStats> {
+        let mut reader = RowReader::open(path, batch_rows)?;
+        let mut stats = EncodeStats::default();
+        let mut current = reader.next_batch()?;
+        while let Some(rows) = current {
+            // Read the next batch on one thread while the others encode this one.
+            let (next, framed) =
+                rayon::join(|| reader.next_batch(), || self.frame_batch(path, &rows));
+            let arrays = TokenArrays::from_rows(&framed?, stats.tokens);
+            sink.append(&arrays)?;
+            stats.rows += arrays.rows() as u64;
+            stats.tokens += arrays.tokens.len() as u64;
+            stats.text_bytes += rows.iter().map(|row| row.text_bytes() as u64).sum::<u64>();
+            current = next?;
+        }
+        Ok(stats)
+    }
+}
+
+/// A rayon pool of `num_threads` threads (`None`: one per core).
+pub fn thread_pool(num_threads: Option<usize>) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(num_threads.unwrap_or(0))
+        .thread_name(|index| format!("hrm-tokenize-{index}"))
+        .build()
+        .map_err(|err| Error::Config(format!("cannot start the encoding threads: {err}")))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::io::Write;
+
+    use tokenizers::models::wordlevel::WordLevel;
+    use tokenizers::pre_tokenizers::whitespace::WhitespaceSplit;
+    use tokenizers::{AddedToken, Tokenizer};
+
+    /// A word-level tokenizer: each known word is one id, so expected ids are easy to write.
+    pub(crate) fn word_tokenizer() -> Tokenizer {
+        let words = [
+            "[UNK]", "what", "is", "two", "plus", "three", "five", "<q>", "</q>", "</a>", "<cot>",
+            "<noisy>",
+        ];
+        let vocab = words
+            .iter()
+            .enumerate()
+            .map(|(id, word)| (word.to_string(), id as u32))
+            .collect();
+        let model = WordLevel::builder()
+            .vocab(vocab)
+            .unk_token("[UNK]".into())
+            .build()
+            .unwrap();
+        let mut tokenizer = Tokenizer::new(model);
+        tokenizer.with_pre_tokenizer(Some(WhitespaceSplit));
+        let specials: Vec<AddedToken> = ["<q>", "</q>", "</a>", "<cot>", "<noisy>"]
+            .iter()
+            .map(|token| AddedToken::from(token.to_string(), true))
+            .collect();
+        tokenizer.add_special_tokens(specials).unwrap();
+        tokenizer
+    }
+
+    pub(crate) fn word_spec() -> FramingSpec {
+        FramingSpec {
+            boq: "<q>".into(),
+            eoq: "</q>".into(),
+            eoa: "</a>".into(),
+            conditions: BTreeMap::from([
+                ("cot".to_string(), "<cot>".to_string()),
+                ("noisy".to_string(), "<noisy>".to_string()),
+            ]),
+        }
+    }
+
+    pub(crate) fn jsonl(dir: &Path, name: &str, rows: &[(&str, &str, &str)]) -> std::path::PathBuf {
+        let path = dir.join(name);
+        let mut file = std::fs::File::create(&path).unwrap();
+        for (condition, instruction, response) in rows {
+            let line = serde_json::json!({
+                "condition": condition, "instruction": instruction, "response": response,
+            });
+            writeln!(file, "{line}").unwrap();
+        }
+        path
+    }
+
+    #[test]
+    fn special_token_strings_in_text_are_plain_text() {
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        assert_eq!(encoder.encode_text("what is two").unwrap(), [1, 2, 3]);
+        // Were added tokens matched in text, "<q>what" would split into "<q>" + "what" = [7, 1];
+        // as plain text it is one unknown word.
+        assert_eq!(encoder.encode_text("<q>what").unwrap(), [0]);
+        let mut matching = word_tokenizer();
+        matching.set_encode_special_tokens(false);
+        assert_eq!(matching.encode_fast("<q>what", false).unwrap().get_ids(), [7, 1]);
+        assert_eq!(encoder.vocab_size(), 12);
+    }
+
+    #[test]
+    fn file_is_framed_in_row_order_across_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = jsonl(
+            dir.path(),
+            "rows.jsonl",
+            &[
+                ("cot", "what is two plus three", "five"),
+                ("", "two", ""),
+                ("noisy,cot", "", "three"),
+            ],
+        );
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let pool = thread_pool(Some(2)).unwrap();
+        for batch_rows in [1, 2, 100] {
+            let mut arrays = TokenArrays::default();
+            let stats = pool
+                .install(|| encoder.encode_file(&path, &mut arrays, batch_rows))
+                .unwrap();
+            assert_eq!(
+                arrays.tokens,
+                [
+                    7, 10, 1, 2, 3, 4, 5, 8, 6, 9, // row 1
+                    7, 3, 8, 9, // row 2: no tag, empty response
+                    7, 11, 10, 8, 5, 9, // row 3: two tags, empty instruction
+                ]
+            );
+            assert_eq!(arrays.inst_start, [0, 10, 14]);
+            assert_eq!(arrays.inst_len, [8, 3, 4]);
+            assert_eq!(arrays.resp_start, [8, 13, 18]);
+            assert_eq!(arrays.resp_len, [2, 1, 2]);
+            assert_eq!(stats.rows, 3);
+            assert_eq!(stats.tokens, 20);
+            assert_eq!(stats.text_bytes, 3 + 22 + 4 + 3 + 9 + 5);
+        }
+    }
+
+    #[test]
+    fn unknown_tag_error_names_file_row_and_known_tags() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = jsonl(
+            dir.path(),
+            "tags.jsonl",
+            &[("cot", "two", "five"), ("cot", "two", "five"), ("synth", "two", "five")],
+        );
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let pool = thread_pool(Some(2)).unwrap();
+        let err = pool
+            .install(|| encoder.encode_file(&path, &mut TokenArrays::default(), 2))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: row 3, field 'condition': unknown tag \"synth\" in condition \"synth\"; \
+                 known tags: cot, noisy",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn missing_framing_token_is_a_config_error() {
+        let mut spec = word_spec();
+        spec.boq = "<|im_start|>".into();
+        let err = Encoder::new(word_tokenizer(), &spec).err().unwrap();
+        assert!(matches!(err, Error::Config(_)));
+        assert!(err.to_string().contains("\"<|im_start|>\""), "{err}");
+    }
+
+    #[test]
+    fn encode_texts_keeps_order() {
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let texts: Vec<String> = (0..500)
+            .map(|i| if i % 2 == 0 { "two five".into() } else { "three".into() })
+            .collect();
+        let pool = thread_pool(Some(2)).unwrap();
+        let ids = pool.install(|| encoder.encode_texts(&texts)).unwrap();
+        for (i, ids) in ids.iter().enumerate() {
+            let expected: &[u32] = if i % 2 == 0 { &[3, 6] } else { &[5] };
+            assert_eq!(ids, expected);
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! hrm-data's tokenization core: cleaned JSONL/Parquet rows to data_io's tokenized folders.
+//!
+//! Plain Rust modules (tested with `cargo test`) do the work; `python` is the thin PyO3 layer
+//! that maturin builds into `hrm_assets._tokenizer`.
+
+pub mod encode;
+pub mod error;
+pub mod framing;
+pub mod npy;
+pub mod output;
+pub mod reader;
+
+#[cfg(feature = "pyo3")]
+mod python;
+
+pub use encode::{thread_pool, EncodeStats, Encoder, TokenArrays, TokenSink, DEFAULT_BATCH_ROWS};
+pub use error::{Error, Result};
+pub use framing::{FramedRow, Framing, FramingSpec};
+pub use output::{tokenize_to_folder, ARRAY_FILES, METADATA_FILE, OWNER_MARKER};
+
+/// Bumped whenever the bytes written for the same input, tokenizer and framing could change, so
+/// that data versions (and the incremental skip) notice.
+pub const FORMAT_VERSION: &str = "1";

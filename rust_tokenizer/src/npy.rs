@@ -1,0 +1,164 @@
+//! `.npy` version 1.0 writers for 1-D little-endian unsigned arrays, byte-identical to
+//! `numpy.save`.
+//!
+//! numpy pads a 1-D header to 128 bytes whatever the length (it leaves room for 21 digits), so a
+//! writer can put a placeholder header first, stream the data, and patch the length in at the
+//! end without moving anything: arrays never have to fit in memory.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result};
+
+const MAGIC: &[u8] = b"\x93NUMPY\x01\x00";
+/// numpy aligns the data start to 64 bytes; a 1-D header always fits in 128.
+pub const HEADER_LEN: usize = 128;
+
+/// An element type with a fixed little-endian `.npy` description.
+pub trait NpyElement: Copy + Send + Sync + 'static {
+    const DESCR: &'static str;
+    const SIZE: usize;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>);
+}
+
+impl NpyElement for u32 {
+    const DESCR: &'static str = "<u4";
+    const SIZE: usize = 4;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+        out.reserve(values.len() * Self::SIZE);
+        for value in values {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+}
+
+impl NpyElement for u64 {
+    const DESCR: &'static str = "<u8";
+    const SIZE: usize = 8;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+        out.reserve(values.len() * Self::SIZE);
+        for value in values {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+}
+
+/// The 128-byte header numpy writes for a 1-D array of `len` elements of type `descr`.
+pub fn header(descr: &str, len: u64) -> [u8; HEADER_LEN] {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len},), }}");
+    let body_len = HEADER_LEN - MAGIC.len() - 2;
+    assert!(dict.len() < body_len, "a 1-D header always fits");
+    let mut out = [b' '; HEADER_LEN];
+    out[..MAGIC.len()].copy_from_slice(MAGIC);
+    out[MAGIC.len()..MAGIC.len() + 2].copy_from_slice(&(body_len as u16).to_le_bytes());
+    let start = MAGIC.len() + 2;
+    out[start..start + dict.len()].copy_from_slice(dict.as_bytes());
+    out[HEADER_LEN - 1] = b'\n';
+    out
+}
+
+/// Streams a 1-D array to a `.npy` file; `finish` writes the final length and syncs the file.
+pub struct NpyWriter<T: NpyElement> {
+    path: PathBuf,
+    out: BufWriter<File>,
+    len: u64,
+    scratch: Vec<u8>,
+    _element: PhantomData<T>,
+}
+
+impl<T: NpyElement> NpyWriter<T> {
+    pub fn create(path: &Path) -> Result<Self> {
+        let file = File::create(path).at(path)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        out.write_all(&header(T::DESCR, 0)).at(path)?;
+        Ok(NpyWriter {
+            path: path.to_path_buf(),
+            out,
+            len: 0,
+            scratch: Vec::new(),
+            _element: PhantomData,
+        })
+    }
+
+    pub fn append(&mut self, values: &[T]) -> Result<()> {
+        self.scratch.clear();
+        T::extend_le(values, &mut self.scratch);
+        self.out.write_all(&self.scratch).at(&self.path)?;
+        self.len += values.len() as u64;
+        Ok(())
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Patch the header with the final length, flush and fsync. Returns the element count.
+    pub fn finish(self) -> Result<u64> {
+        let path = self.path;
+        let mut file = self.out.into_inner().map_err(|err| err.into_error()).at(&path)?;
+        file.seek(SeekFrom::Start(0)).at(&path)?;
+        file.write_all(&header(T::DESCR, self.len)).at(&path)?;
+        file.sync_all().at(&path)?;
+        Ok(self.len)
+    }
+}
+
+/// Write a whole array at once.
+pub fn write_npy<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
+    let mut writer = NpyWriter::<T>::create(path)?;
+    writer.append(values)?;
+    writer.finish().map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header as numpy 2.x writes it for `np.save(f, np.zeros(3, dtype="<u4"))`.
+    const NUMPY_U4_3: &str = "{'descr': '<u4', 'fortran_order': False, 'shape': (3,), }";
+
+    #[test]
+    fn header_matches_numpy_layout() {
+        let head = header("<u4", 3);
+        assert_eq!(&head[..8], MAGIC);
+        assert_eq!(u16::from_le_bytes([head[8], head[9]]), 118);
+        assert_eq!(&head[10..10 + NUMPY_U4_3.len()], NUMPY_U4_3.as_bytes());
+        assert!(head[10 + NUMPY_U4_3.len()..127].iter().all(|b| *b == b' '));
+        assert_eq!(head[127], b'\n');
+        // The widest possible length still fits.
+        let widest = header("<u8", u64::MAX);
+        assert_eq!(widest[127], b'\n');
+    }
+
+    #[test]
+    fn streamed_array_has_patched_length_and_le_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.npy");
+        let mut writer = NpyWriter::<u64>::create(&path).unwrap();
+        writer.append(&[1, 2]).unwrap();
+        writer.append(&[]).unwrap();
+        writer.append(&[u64::MAX]).unwrap();
+        assert_eq!(writer.finish().unwrap(), 3);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..HEADER_LEN], &header("<u8", 3));
+        let data: Vec<u64> = bytes[HEADER_LEN..]
+            .chunks(8)
+            .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
+            .collect();
+        assert_eq!(data, [1, 2, u64::MAX]);
+    }
+
+    #[test]
+    fn empty_array() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.npy");
+        write_npy::<u32>(&path, &[]).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), header("<u4", 0));
+    }
+}

@@ -1,0 +1,294 @@
+//! A tokenized folder, written atomically: everything goes into a temporary sibling
+//! `.tmp-<name>.<pid>.<unique>` (arrays, `metadata.json`, the ownership marker), which is then
+//! renamed into place. A reader sees the old complete folder or the new one, never a mix; a
+//! crash leaves only a `.tmp-` sibling (the same convention as Python's `hrm_assets.atomic`).
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+
+use crate::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
+use crate::error::{Error, IoContext, Result};
+use crate::npy::NpyWriter;
+
+pub const TMP_PREFIX: &str = ".tmp-";
+/// Present in every folder this tool writes; only such folders are ever pruned.
+pub const OWNER_MARKER: &str = ".hrm-data";
+pub const METADATA_FILE: &str = "metadata.json";
+pub const ARRAY_FILES: [&str; 5] = [
+    "tokens.npy",
+    "inst_start.npy",
+    "inst_len.npy",
+    "resp_start.npy",
+    "resp_len.npy",
+];
+const MARKER_TEXT: &str =
+    "Written by hrm-data's tokenizer, which may replace or prune this folder.\n";
+
+/// A staging directory that becomes `target` on `commit`, and is removed if dropped before.
+pub struct StagedDir {
+    staged: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}.{nanos}.{count}", std::process::id())
+}
+
+fn file_name(path: &Path) -> Result<String> {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .ok_or_else(|| Error::Config(format!("{}: not a folder name", path.display())))
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+fn sync_dir(path: &Path) {
+    // Best effort: some filesystems refuse to fsync a directory.
+    if let Ok(dir) = File::open(path) {
+        let _ = dir.sync_all();
+    }
+}
+
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    if fs::symlink_metadata(path)?.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    }
+}
+
+impl StagedDir {
+    pub fn create(target: &Path) -> Result<Self> {
+        let name = file_name(target)?;
+        let parent = parent_of(target);
+        fs::create_dir_all(parent).at(parent)?;
+        let staged = parent.join(format!("{TMP_PREFIX}{name}.{}", unique_suffix()));
+        fs::create_dir(&staged).at(&staged)?;
+        Ok(StagedDir {
+            staged,
+            target: target.to_path_buf(),
+            committed: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.staged
+    }
+
+    /// Move the staged folder to the target. An existing target is first renamed aside (a
+    /// directory cannot be renamed over a non-empty one), then deleted.
+    pub fn commit(mut self) -> Result<()> {
+        let parent = parent_of(&self.target).to_path_buf();
+        let retired = if fs::symlink_metadata(&self.target).is_ok() {
+            let name = file_name(&self.target)?;
+            let aside = parent.join(format!("{TMP_PREFIX}retired-{name}.{}", unique_suffix()));
+            fs::rename(&self.target, &aside).at(&self.target)?;
+            Some(aside)
+        } else {
+            None
+        };
+        if let Err(err) = fs::rename(&self.staged, &self.target) {
+            if let Some(aside) = &retired {
+                let _ = fs::rename(aside, &self.target);
+            }
+            return Err(err).at(&self.target);
+        }
+        self.committed = true;
+        sync_dir(&parent);
+        if let Some(aside) = retired {
+            // The new folder is in place; failing to delete the old one only leaves a `.tmp-`.
+            let _ = remove_any(&aside);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StagedDir {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.staged);
+        }
+    }
+}
+
+/// Streams the five arrays of a tokenized folder into `.npy` files.
+pub struct NpyFolderWriter {
+    tokens: NpyWriter<u32>,
+    inst_start: NpyWriter<u64>,
+    inst_len: NpyWriter<u64>,
+    resp_start: NpyWriter<u64>,
+    resp_len: NpyWriter<u64>,
+}
+
+impl NpyFolderWriter {
+    pub fn create(dir: &Path) -> Result<Self> {
+        let [tokens, inst_start, inst_len, resp_start, resp_len] = ARRAY_FILES.map(|n| dir.join(n));
+        Ok(NpyFolderWriter {
+            tokens: NpyWriter::create(&tokens)?,
+            inst_start: NpyWriter::create(&inst_start)?,
+            inst_len: NpyWriter::create(&inst_len)?,
+            resp_start: NpyWriter::create(&resp_start)?,
+            resp_len: NpyWriter::create(&resp_len)?,
+        })
+    }
+
+    pub fn finish(self) -> Result<()> {
+        self.tokens.finish()?;
+        self.inst_start.finish()?;
+        self.inst_len.finish()?;
+        self.resp_start.finish()?;
+        self.resp_len.finish()?;
+        Ok(())
+    }
+}
+
+impl TokenSink for NpyFolderWriter {
+    fn append(&mut self, arrays: &TokenArrays) -> Result<()> {
+        self.tokens.append(&arrays.tokens)?;
+        self.inst_start.append(&arrays.inst_start)?;
+        self.inst_len.append(&arrays.inst_len)?;
+        self.resp_start.append(&arrays.resp_start)?;
+        self.resp_len.append(&arrays.resp_len)
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = File::create(path).at(path)?;
+    file.write_all(bytes).at(path)?;
+    file.sync_all().at(path)
+}
+
+/// Tokenize `input` into the folder `target` (replaced atomically), on the current rayon pool.
+///
+/// `metadata` is written as `metadata.json` (compact, keys sorted) after gaining `rows`,
+/// `tokens` and `bytes` (UTF-8 bytes of the text). The folder also gets the ownership marker.
+/// On error nothing at `target` changes.
+pub fn tokenize_to_folder(
+    encoder: &Encoder,
+    input: &Path,
+    target: &Path,
+    mut metadata: Map<String, Value>,
+    batch_rows: usize,
+) -> Result<EncodeStats> {
+    let staged = StagedDir::create(target)?;
+    let mut arrays = NpyFolderWriter::create(staged.path())?;
+    let stats = encoder.encode_file(input, &mut arrays, batch_rows)?;
+    arrays.finish()?;
+    metadata.insert("rows".into(), stats.rows.into());
+    metadata.insert("tokens".into(), stats.tokens.into());
+    metadata.insert("bytes".into(), stats.text_bytes.into());
+    let json = serde_json::to_vec(&Value::Object(metadata)).expect("a JSON map always serialises");
+    write_synced(&staged.path().join(METADATA_FILE), &json)?;
+    write_synced(&staged.path().join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
+    staged.commit()?;
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::tests::{jsonl, word_spec, word_tokenizer};
+    use crate::encode::thread_pool;
+    use crate::npy::{header, HEADER_LEN};
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn read_u64s(path: &Path) -> Vec<u64> {
+        let bytes = fs::read(path).unwrap();
+        bytes[HEADER_LEN..]
+            .chunks(8)
+            .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn staged_dir_replaces_target_and_cleans_up() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("old.txt"), "old").unwrap();
+
+        let staged = StagedDir::create(&target).unwrap();
+        assert!(staged.path().file_name().unwrap().to_string_lossy().starts_with(".tmp-out."));
+        fs::write(staged.path().join("new.txt"), "new").unwrap();
+        staged.commit().unwrap();
+        assert_eq!(entries(&target), ["new.txt"]);
+        assert_eq!(entries(root.path()), ["out"]);
+
+        let dropped = StagedDir::create(&target).unwrap();
+        fs::write(dropped.path().join("half.txt"), "x").unwrap();
+        drop(dropped);
+        assert_eq!(entries(root.path()), ["out"]);
+        assert_eq!(entries(&target), ["new.txt"]);
+    }
+
+    #[test]
+    fn folder_has_arrays_metadata_and_marker() {
+        let root = tempfile::tempdir().unwrap();
+        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five"), ("", "three", "")]);
+        let target = root.path().join("out").join("in.jsonl");
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let mut metadata = Map::new();
+        metadata.insert("source_size".into(), 7.into());
+        let pool = thread_pool(Some(2)).unwrap();
+        let stats = pool
+            .install(|| tokenize_to_folder(&encoder, &input, &target, metadata, 1))
+            .unwrap();
+        assert_eq!((stats.rows, stats.tokens), (2, 10));
+
+        let mut expected: Vec<String> = ARRAY_FILES.iter().map(|s| s.to_string()).collect();
+        expected.extend([OWNER_MARKER.to_string(), METADATA_FILE.to_string()]);
+        expected.sort();
+        assert_eq!(entries(&target), expected);
+        assert_eq!(entries(root.path().join("out").as_path()), ["in.jsonl"]);
+
+        let tokens = fs::read(target.join("tokens.npy")).unwrap();
+        assert_eq!(&tokens[..HEADER_LEN], &header("<u4", 10));
+        assert_eq!(read_u64s(&target.join("inst_start.npy")), [0, 6]);
+        assert_eq!(read_u64s(&target.join("resp_len.npy")), [2, 1]);
+        let meta = fs::read_to_string(target.join(METADATA_FILE)).unwrap();
+        assert_eq!(meta, r#"{"bytes":15,"rows":2,"source_size":7,"tokens":10}"#);
+    }
+
+    #[test]
+    fn failure_leaves_the_old_folder_untouched() {
+        let root = tempfile::tempdir().unwrap();
+        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five"), ("bad", "x", "y")]);
+        let out = root.path().join("out");
+        let target = out.join("in.jsonl");
+        fs::create_dir_all(&target).unwrap();
+        fs::write(target.join("keep.txt"), "previous run").unwrap();
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let pool = thread_pool(Some(2)).unwrap();
+        let err = pool
+            .install(|| tokenize_to_folder(&encoder, &input, &target, Map::new(), 1))
+            .unwrap_err();
+        assert!(matches!(err, Error::Row { row: 2, .. }), "{err}");
+        assert_eq!(entries(&out), ["in.jsonl"]);
+        assert_eq!(entries(&target), ["keep.txt"]);
+    }
+}

@@ -1,0 +1,161 @@
+//! The PyO3 face of the core: one class, `Encoder`. It converts types, releases the GIL around
+//! all heavy work and maps errors to Python exceptions:
+//! - a bad row -> `hrm_assets.rows.RowError` (a `ValueError` naming file, row and field), the
+//!   same exception the Python reader raises;
+//! - an unreadable file or a bad configuration -> `ValueError`;
+//! - IO failures -> `OSError` (`FileNotFoundError`, `PermissionError` where they apply).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::encode::{thread_pool, Encoder as CoreEncoder, DEFAULT_BATCH_ROWS};
+use crate::error::Error;
+use crate::framing::FramingSpec;
+use crate::output::{tokenize_to_folder, ARRAY_FILES, METADATA_FILE, OWNER_MARKER};
+
+fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
+    let message = err.to_string();
+    match err {
+        Error::Row {
+            path,
+            row,
+            field,
+            problem,
+        } => {
+            let row_error = py
+                .import("hrm_assets.rows")
+                .and_then(|module| module.getattr("RowError"))
+                .and_then(|class| class.call1((path.display().to_string(), row, field, problem)));
+            match row_error {
+                Ok(instance) => PyErr::from_value(instance),
+                Err(_) => PyValueError::new_err(message),
+            }
+        }
+        Error::File { .. } | Error::Config(_) => PyValueError::new_err(message),
+        Error::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+            _ => PyOSError::new_err(message),
+        },
+    }
+}
+
+/// A tokenizer (`tokenizer.json`) with data_io's framing tokens, ready to encode files.
+#[pyclass(module = "hrm_assets._tokenizer", frozen)]
+struct Encoder {
+    inner: Arc<CoreEncoder>,
+}
+
+#[pymethods]
+impl Encoder {
+    #[new]
+    #[pyo3(signature = (tokenizer_path, boq, eoq, eoa, conditions))]
+    fn new(
+        py: Python<'_>,
+        tokenizer_path: PathBuf,
+        boq: String,
+        eoq: String,
+        eoa: String,
+        conditions: BTreeMap<String, String>,
+    ) -> PyResult<Self> {
+        let spec = FramingSpec {
+            boq,
+            eoq,
+            eoa,
+            conditions,
+        };
+        let encoder = py
+            .detach(|| CoreEncoder::from_file(&tokenizer_path, &spec))
+            .map_err(|err| to_py_err(py, err))?;
+        Ok(Encoder {
+            inner: Arc::new(encoder),
+        })
+    }
+
+    /// Vocabulary size including added tokens.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+
+    /// The framing ids: `{"boq": id, "eoq": id, "eoa": id, "conditions": {tag: id}}`.
+    #[getter]
+    fn framing_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let framing = self.inner.framing();
+        let ids = PyDict::new(py);
+        ids.set_item("boq", framing.boq)?;
+        ids.set_item("eoq", framing.eoq)?;
+        ids.set_item("eoa", framing.eoa)?;
+        ids.set_item("conditions", framing.tags.clone())?;
+        Ok(ids)
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// Token ids of each text (no automatic special tokens; special-token strings are text).
+    #[pyo3(signature = (texts, num_threads = None))]
+    fn encode_texts(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let encoder = &self.inner;
+        py.detach(|| thread_pool(num_threads)?.install(|| encoder.encode_texts(&texts)))
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// Tokenize one cleaned file into the folder `output_dir`, replacing it atomically.
+    ///
+    /// `metadata_json` is a JSON object written as the folder's `metadata.json`, with `rows`,
+    /// `tokens` and `bytes` added. Returns `{"rows", "tokens", "bytes", "seconds"}`.
+    #[pyo3(signature = (input_path, output_dir, metadata_json, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS))]
+    fn tokenize_file<'py>(
+        &self,
+        py: Python<'py>,
+        input_path: PathBuf,
+        output_dir: PathBuf,
+        metadata_json: &str,
+        num_threads: Option<usize>,
+        batch_rows: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let metadata: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(metadata_json).map_err(|err| {
+                PyValueError::new_err(format!("metadata_json must be a JSON object: {err}"))
+            })?;
+        let encoder = &self.inner;
+        let started = Instant::now();
+        let stats = py
+            .detach(|| {
+                thread_pool(num_threads)?.install(|| {
+                    tokenize_to_folder(encoder, &input_path, &output_dir, metadata, batch_rows)
+                })
+            })
+            .map_err(|err| to_py_err(py, err))?;
+        let result = PyDict::new(py);
+        result.set_item("rows", stats.rows)?;
+        result.set_item("tokens", stats.tokens)?;
+        result.set_item("bytes", stats.text_bytes)?;
+        result.set_item("seconds", started.elapsed().as_secs_f64())?;
+        Ok(result)
+    }
+}
+
+#[pymodule]
+fn _tokenizer(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Encoder>()?;
+    module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
+    module.add("OWNER_MARKER", OWNER_MARKER)?;
+    module.add("METADATA_FILE", METADATA_FILE)?;
+    module.add("ARRAY_FILES", ARRAY_FILES.to_vec())?;
+    module.add("DEFAULT_BATCH_ROWS", DEFAULT_BATCH_ROWS)?;
+    Ok(())
+}

@@ -1,0 +1,544 @@
+//! Streaming readers of cleaned files: JSONL lines or Parquet record batches, handed out in
+//! batches of owned rows so that memory stays bounded whatever the file size.
+//!
+//! The rules match Python's `hrm_assets.rows.iter_cleaned_rows`: rows count from 1 (JSONL: the
+//! line number, blank lines skipped but counted; Parquet: the row index + 1), the three fields
+//! must be strings (a null is an error naming the row and the field), other fields are ignored.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+use serde::Deserialize;
+
+use crate::error::{Error, IoContext, Result};
+
+pub const FIELDS: [&str; 3] = ["condition", "instruction", "response"];
+
+/// A JSONL batch also ends once its text reaches this many bytes, so that a file of very long
+/// rows does not hold thousands of them at once.
+const MAX_BATCH_BYTES: usize = 64 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// 1-based position in the file, used in error messages.
+    pub number: u64,
+    pub condition: String,
+    pub instruction: String,
+    pub response: String,
+}
+
+impl Row {
+    pub fn text_bytes(&self) -> usize {
+        self.condition.len() + self.instruction.len() + self.response.len()
+    }
+}
+
+/// Rows of one cleaned file, batch by batch.
+pub enum RowReader {
+    Jsonl(JsonlReader),
+    Parquet(ParquetReader),
+}
+
+impl RowReader {
+    /// Open `path` by its extension (`.jsonl` or `.parquet`); batches hold at most `batch_rows`.
+    pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
+        let batch_rows = batch_rows.max(1);
+        match path.extension().and_then(|ext| ext.to_str()) {
+            Some("jsonl") => Ok(RowReader::Jsonl(JsonlReader::open(path, batch_rows)?)),
+            Some("parquet") => Ok(RowReader::Parquet(ParquetReader::open(path, batch_rows)?)),
+            other => Err(Error::file(
+                path,
+                format!(
+                    "unsupported file type {:?} (expected .jsonl or .parquet)",
+                    other.map(|ext| format!(".{ext}")).unwrap_or_default()
+                ),
+            )),
+        }
+    }
+
+    /// The next non-empty batch, or `None` at the end of the file.
+    pub fn next_batch(&mut self) -> Result<Option<Vec<Row>>> {
+        match self {
+            RowReader::Jsonl(reader) => reader.next_batch(),
+            RowReader::Parquet(reader) => reader.next_batch(),
+        }
+    }
+}
+
+pub struct JsonlReader {
+    path: PathBuf,
+    lines: BufReader<File>,
+    line_number: u64,
+    batch_rows: usize,
+    buffer: Vec<u8>,
+}
+
+/// The fast path: three strings. Anything else (null, missing, other types, duplicate keys)
+/// fails here and is re-parsed by `diagnose_json_row` for a precise answer.
+#[derive(Deserialize)]
+struct JsonRow {
+    condition: String,
+    instruction: String,
+    response: String,
+}
+
+impl JsonlReader {
+    pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
+        let file = File::open(path).at(path)?;
+        Ok(JsonlReader {
+            path: path.to_path_buf(),
+            lines: BufReader::with_capacity(1 << 20, file),
+            line_number: 0,
+            batch_rows,
+            buffer: Vec::new(),
+        })
+    }
+
+    pub fn next_batch(&mut self) -> Result<Option<Vec<Row>>> {
+        let mut rows = Vec::new();
+        let mut bytes = 0usize;
+        while rows.len() < self.batch_rows && bytes < MAX_BATCH_BYTES {
+            self.buffer.clear();
+            let read = self.lines.read_until(b'\n', &mut self.buffer).at(&self.path)?;
+            if read == 0 {
+                break;
+            }
+            self.line_number += 1;
+            let line = self.buffer.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            let row = parse_json_row(line, &self.path, self.line_number)?;
+            bytes += row.text_bytes();
+            rows.push(row);
+        }
+        Ok((!rows.is_empty()).then_some(rows))
+    }
+}
+
+fn parse_json_row(line: &[u8], path: &Path, number: u64) -> Result<Row> {
+    match serde_json::from_slice::<JsonRow>(line) {
+        Ok(row) => Ok(Row {
+            number,
+            condition: row.condition,
+            instruction: row.instruction,
+            response: row.response,
+        }),
+        Err(_) => diagnose_json_row(line, path, number),
+    }
+}
+
+/// Slow path for lines the typed parse rejected: either a precise error, or the row when the
+/// line was valid after all (e.g. a duplicated key, where the last value wins as in Python).
+fn diagnose_json_row(line: &[u8], path: &Path, number: u64) -> Result<Row> {
+    let value: serde_json::Value = serde_json::from_slice(line)
+        .map_err(|err| Error::row(path, number, None, format!("malformed JSON: {err}")))?;
+    let object = value.as_object().ok_or_else(|| {
+        Error::row(
+            path,
+            number,
+            None,
+            format!("expected a JSON object, got {}", python_kind(&value)),
+        )
+    })?;
+    let mut values = Vec::with_capacity(FIELDS.len());
+    for field in FIELDS {
+        match object.get(field) {
+            None => return Err(Error::row(path, number, Some(field), "missing")),
+            Some(serde_json::Value::String(text)) => values.push(text.clone()),
+            Some(other) => {
+                return Err(Error::row(
+                    path,
+                    number,
+                    Some(field),
+                    format!("expected a string, got {}", python_kind(other)),
+                ))
+            }
+        }
+    }
+    let [condition, instruction, response]: [String; 3] =
+        values.try_into().expect("three fields were pushed");
+    Ok(Row {
+        number,
+        condition,
+        instruction,
+        response,
+    })
+}
+
+/// Python's name for the type a JSON value decodes to, as `rows.RowError` reports it.
+fn python_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(number) if number.is_f64() => "float",
+        serde_json::Value::Number(_) => "int",
+        serde_json::Value::String(_) => "str",
+        serde_json::Value::Array(_) => "list",
+        serde_json::Value::Object(_) => "dict",
+    }
+}
+
+pub struct ParquetReader {
+    path: PathBuf,
+    batches: ParquetRecordBatchReader,
+    rows_seen: u64,
+}
+
+impl ParquetReader {
+    pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
+        let file = File::open(path).at(path)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|err| Error::file(path, format!("cannot read as Parquet: {err}")))?;
+        let schema = builder.schema().clone();
+        let mut roots = Vec::with_capacity(FIELDS.len());
+        for field in FIELDS {
+            let (index, column) = schema.column_with_name(field).ok_or_else(|| {
+                Error::row(path, 0, Some(field), "column missing from the Parquet schema")
+            })?;
+            if !is_string_type(column.data_type()) {
+                return Err(Error::row(
+                    path,
+                    0,
+                    Some(field),
+                    format!("expected a string column, got {}", column.data_type()),
+                ));
+            }
+            roots.push(index);
+        }
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        let batches = builder
+            .with_projection(mask)
+            .with_batch_size(batch_rows)
+            .build()
+            .map_err(|err| Error::file(path, format!("cannot read as Parquet: {err}")))?;
+        Ok(ParquetReader {
+            path: path.to_path_buf(),
+            batches,
+            rows_seen: 0,
+        })
+    }
+
+    pub fn next_batch(&mut self) -> Result<Option<Vec<Row>>> {
+        loop {
+            let Some(batch) = self.batches.next() else {
+                return Ok(None);
+            };
+            let batch = batch.map_err(|err| {
+                Error::file(
+                    &self.path,
+                    format!("cannot read Parquet rows after row {}: {err}", self.rows_seen),
+                )
+            })?;
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let rows = self.rows_of(&batch)?;
+            self.rows_seen += batch.num_rows() as u64;
+            return Ok(Some(rows));
+        }
+    }
+
+    fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Row>> {
+        let columns = FIELDS.map(|field| {
+            let array = batch
+                .column_by_name(field)
+                .expect("the projection keeps the three fields");
+            StringColumn::new(array.as_ref()).expect("types were checked against the schema")
+        });
+        (0..batch.num_rows())
+            .map(|index| {
+                let number = self.rows_seen + index as u64 + 1;
+                let mut values = FIELDS.iter().zip(&columns).map(|(field, column)| {
+                    column.value(index).map(str::to_owned).ok_or_else(|| {
+                        Error::row(&self.path, number, Some(field), "expected a string, got null")
+                    })
+                });
+                Ok(Row {
+                    number,
+                    condition: values.next().expect("three columns")?,
+                    instruction: values.next().expect("three columns")?,
+                    response: values.next().expect("three columns")?,
+                })
+            })
+            .collect()
+    }
+}
+
+fn is_string_type(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, values) => is_string_type(values),
+        _ => false,
+    }
+}
+
+/// Uniform access to the string layouts Parquet files decode to (pyarrow writes Utf8, Polars
+/// LargeUtf8 or Utf8View, and dictionary-encoded columns keep their dictionary type).
+enum StringColumn<'a> {
+    Utf8(&'a arrow_array::StringArray),
+    LargeUtf8(&'a arrow_array::LargeStringArray),
+    View(&'a arrow_array::StringViewArray),
+    Dictionary {
+        array: &'a dyn Array,
+        keys: Vec<usize>,
+        values: Box<StringColumn<'a>>,
+    },
+}
+
+impl<'a> StringColumn<'a> {
+    fn new(array: &'a dyn Array) -> Option<Self> {
+        if let Some(strings) = array.as_string_opt::<i32>() {
+            return Some(StringColumn::Utf8(strings));
+        }
+        if let Some(strings) = array.as_string_opt::<i64>() {
+            return Some(StringColumn::LargeUtf8(strings));
+        }
+        if let Some(strings) = array.as_string_view_opt() {
+            return Some(StringColumn::View(strings));
+        }
+        let dictionary = array.as_any_dictionary_opt()?;
+        Some(StringColumn::Dictionary {
+            array,
+            keys: dictionary.normalized_keys(),
+            values: Box::new(StringColumn::new(dictionary.values().as_ref())?),
+        })
+    }
+
+    /// The string at `index`, or `None` for a null.
+    fn value(&self, index: usize) -> Option<&'a str> {
+        match self {
+            StringColumn::Utf8(strings) => strings.is_valid(index).then(|| strings.value(index)),
+            StringColumn::LargeUtf8(strings) => {
+                strings.is_valid(index).then(|| strings.value(index))
+            }
+            StringColumn::View(strings) => strings.is_valid(index).then(|| strings.value(index)),
+            StringColumn::Dictionary {
+                array,
+                keys,
+                values,
+            } => {
+                if array.is_null(index) {
+                    None
+                } else {
+                    values.value(keys[index])
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, DictionaryArray, LargeStringArray, StringArray, StringViewArray};
+    use arrow_array::types::Int32Type;
+    use parquet::arrow::ArrowWriter;
+
+    fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        path
+    }
+
+    fn read_all(path: &Path, batch_rows: usize) -> Result<Vec<Vec<Row>>> {
+        let mut reader = RowReader::open(path, batch_rows)?;
+        let mut batches = Vec::new();
+        while let Some(batch) = reader.next_batch()? {
+            batches.push(batch);
+        }
+        Ok(batches)
+    }
+
+    fn write_parquet(dir: &Path, name: &str, columns: Vec<(&str, ArrayRef)>) -> PathBuf {
+        let path = dir.join(name);
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        path
+    }
+
+    #[test]
+    fn jsonl_rows_are_numbered_by_line_and_batched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(
+            dir.path(),
+            "a.jsonl",
+            concat!(
+                "{\"condition\":\"cot\",\"instruction\":\"q1\",\"response\":\"a1\"}\n",
+                "\n",
+                "  {\"condition\":\"\",\"instruction\":\"q2 \\u00e9\",\"response\":\"a2\",\"extra\":1}\r\n",
+                "{\"response\":\"a3\",\"instruction\":\"q3\",\"condition\":\"noisy\"}",
+            ),
+        );
+        let batches = read_all(&path, 2).unwrap();
+        assert_eq!(batches.len(), 2);
+        let rows: Vec<Row> = batches.into_iter().flatten().collect();
+        assert_eq!(rows.iter().map(|r| r.number).collect::<Vec<_>>(), [1, 3, 4]);
+        assert_eq!(rows[1].instruction, "q2 é");
+        assert_eq!(rows[1].condition, "");
+        assert_eq!(rows[2].condition, "noisy");
+        assert_eq!(rows[2].response, "a3");
+    }
+
+    #[test]
+    fn jsonl_errors_name_row_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("{\"condition\":\"\",\"instruction\":null,\"response\":\"a\"}", "row 2, field 'instruction': expected a string, got null"),
+            ("{\"condition\":\"\",\"instruction\":\"q\"}", "row 2, field 'response': missing"),
+            ("{\"condition\":3,\"instruction\":\"q\",\"response\":\"a\"}", "row 2, field 'condition': expected a string, got int"),
+            ("{\"condition\":\"\",\"instruction\":[\"q\"],\"response\":\"a\"}", "row 2, field 'instruction': expected a string, got list"),
+            ("[1, 2]", "row 2: expected a JSON object, got list"),
+            ("{\"condition\": \"", "row 2: malformed JSON"),
+        ];
+        for (line, expected) in cases {
+            let text = format!("{{\"condition\":\"\",\"instruction\":\"q\",\"response\":\"a\"}}\n{line}\n");
+            let path = write_file(dir.path(), "bad.jsonl", &text);
+            let err = read_all(&path, 10).unwrap_err();
+            let message = err.to_string();
+            assert!(matches!(err, Error::Row { row: 2, .. }), "{message}");
+            assert!(message.starts_with(&path.display().to_string()), "{message}");
+            assert!(message.contains(expected), "{message} should contain {expected}");
+        }
+    }
+
+    #[test]
+    fn jsonl_duplicate_key_takes_the_last_value_like_python() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(
+            dir.path(),
+            "dup.jsonl",
+            "{\"condition\":\"\",\"instruction\":\"old\",\"instruction\":\"new\",\"response\":\"a\"}\n",
+        );
+        let rows: Vec<Row> = read_all(&path, 10).unwrap().into_iter().flatten().collect();
+        assert_eq!(rows[0].instruction, "new");
+    }
+
+    #[test]
+    fn jsonl_invalid_utf8_is_a_row_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bytes.jsonl");
+        let mut line = b"{\"condition\":\"\",\"instruction\":\"".to_vec();
+        line.extend_from_slice(&[0xff, 0xfe]);
+        line.extend_from_slice(b"\",\"response\":\"a\"}\n");
+        std::fs::write(&path, line).unwrap();
+        let err = read_all(&path, 10).unwrap_err();
+        assert!(matches!(err, Error::Row { row: 1, .. }), "{err}");
+    }
+
+    #[test]
+    fn parquet_reads_every_string_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let texts = ["a", "bé", "日本"];
+        let layouts: Vec<(&str, ArrayRef)> = vec![
+            ("utf8", Arc::new(StringArray::from(texts.to_vec()))),
+            ("large", Arc::new(LargeStringArray::from(texts.to_vec()))),
+            ("view", Arc::new(StringViewArray::from(texts.to_vec()))),
+            (
+                "dict",
+                Arc::new(texts.iter().copied().collect::<DictionaryArray<Int32Type>>()),
+            ),
+        ];
+        for (name, array) in layouts {
+            let path = write_parquet(
+                dir.path(),
+                &format!("{name}.parquet"),
+                vec![
+                    ("response", array.clone()),
+                    ("other", Arc::new(StringArray::from(vec!["x", "y", "z"]))),
+                    ("condition", Arc::new(StringArray::from(vec!["", "cot", "noisy,cot"]))),
+                    ("instruction", array),
+                ],
+            );
+            let batches = read_all(&path, 2).unwrap();
+            assert_eq!(batches.len(), 2, "{name}");
+            let rows: Vec<Row> = batches.into_iter().flatten().collect();
+            assert_eq!(rows.len(), 3);
+            for (index, row) in rows.iter().enumerate() {
+                assert_eq!(row.number, index as u64 + 1);
+                assert_eq!(row.instruction, texts[index], "{name}");
+                assert_eq!(row.response, texts[index], "{name}");
+            }
+            assert_eq!(rows[2].condition, "noisy,cot");
+        }
+    }
+
+    #[test]
+    fn parquet_null_names_row_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_parquet(
+            dir.path(),
+            "nulls.parquet",
+            vec![
+                ("condition", Arc::new(StringArray::from(vec!["", "", ""])) as ArrayRef),
+                ("instruction", Arc::new(StringArray::from(vec!["q", "q", "q"]))),
+                ("response", Arc::new(StringArray::from(vec![Some("a"), Some("b"), None]))),
+            ],
+        );
+        let err = read_all(&path, 2).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: row 3, field 'response': expected a string, got null", path.display())
+        );
+    }
+
+    #[test]
+    fn parquet_schema_problems_name_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = write_parquet(
+            dir.path(),
+            "missing.parquet",
+            vec![
+                ("condition", Arc::new(StringArray::from(vec![""])) as ArrayRef),
+                ("instruction", Arc::new(StringArray::from(vec!["q"]))),
+            ],
+        );
+        let err = read_all(&missing, 2).unwrap_err().to_string();
+        assert!(err.contains("field 'response': column missing"), "{err}");
+
+        let wrong = write_parquet(
+            dir.path(),
+            "wrong.parquet",
+            vec![
+                ("condition", Arc::new(StringArray::from(vec![""])) as ArrayRef),
+                ("instruction", Arc::new(arrow_array::Int64Array::from(vec![1]))),
+                ("response", Arc::new(StringArray::from(vec!["a"]))),
+            ],
+        );
+        let err = read_all(&wrong, 2).unwrap_err().to_string();
+        assert!(err.contains("field 'instruction': expected a string column, got Int64"), "{err}");
+    }
+
+    #[test]
+    fn unsupported_and_corrupt_files_are_file_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = write_file(dir.path(), "rows.csv", "a,b\n");
+        assert!(matches!(RowReader::open(&csv, 1), Err(Error::File { .. })));
+        let corrupt = write_file(dir.path(), "corrupt.parquet", "not parquet at all");
+        let err = RowReader::open(&corrupt, 1).err().unwrap();
+        assert!(matches!(err, Error::File { .. }), "{err}");
+        let missing = dir.path().join("absent.jsonl");
+        assert!(matches!(RowReader::open(&missing, 1), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn empty_files_have_no_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = write_file(dir.path(), "empty.jsonl", "\n\n");
+        assert!(read_all(&empty, 4).unwrap().is_empty());
+    }
+}
