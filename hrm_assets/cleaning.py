@@ -3,7 +3,9 @@
 ``clean_source(spec, out_root)`` reads a source part by part and batch by batch (see
 ``hrm_assets.sources``), turns each raw record into rows with the source's pure cleaning
 function, validates every row, and hands it to a streaming writer. Memory holds one raw batch,
-the rows of one record, at most ``batch_size`` buffered Parquet rows per output and a bounded
+the rows of one record, at most ``batch_size`` buffered Parquet rows per output (and, over all
+outputs together, about ``DEFAULT_BUFFER_BYTES`` of buffered text: sources that route rows to
+thousands of files, such as FLAN's tasks, flush their largest buffers early) and a bounded
 report, whatever the size of the source. Every output is written to a temporary sibling and
 renamed into place when the whole source succeeded (``hrm_assets.atomic``), so a failure keeps
 the previous files.
@@ -43,6 +45,7 @@ DEFAULT_BATCH_SIZE = 8192
 MAX_SKIP_EXAMPLES = 5
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 500
+DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
 
 PARQUET_SCHEMA = pa.schema([(name, pa.string()) for name in FIELDS])
 
@@ -90,17 +93,46 @@ class JsonlWriter:
         return self._stack.__exit__(*exc_info)
 
 
+class BufferBudget:
+    """Text buffered by all the Parquet writers of one run, in characters (about bytes).
+
+    When a write takes ``used`` over ``limit``, the writers with the largest buffers are flushed
+    (each becomes a smaller row group) until at most half the limit is left in use.
+    """
+
+    def __init__(self, limit: int = DEFAULT_BUFFER_BYTES):
+        if limit < 1:
+            raise ValueError("the buffer budget must be at least 1")
+        self.limit = limit
+        self.used = 0
+        self.writers: list[ParquetRowWriter] = []
+
+    def relieve(self) -> None:
+        for writer in sorted(self.writers, key=lambda w: w.buffered, reverse=True):
+            if self.used <= self.limit // 2:
+                break
+            writer.flush()
+
+
 class ParquetRowWriter:
     """Streams rows to ``path`` as Parquet (three string columns), one row group per
-    ``row_group_rows`` rows; the file appears only when the writer exits cleanly."""
+    ``row_group_rows`` rows (or earlier, when a shared :class:`BufferBudget` runs out); the
+    file appears only when the writer exits cleanly."""
 
-    def __init__(self, path: Path, row_group_rows: int = DEFAULT_BATCH_SIZE):
+    def __init__(
+        self,
+        path: Path,
+        row_group_rows: int = DEFAULT_BATCH_SIZE,
+        budget: BufferBudget | None = None,
+    ):
         if row_group_rows < 1:
             raise ValueError("row_group_rows must be at least 1")
         self.path = Path(path)
         self.rows = 0
         self.row_groups = 0
+        self.buffered = 0  # characters of text in the buffer
         self._limit = row_group_rows
+        self._budget = budget
         self._buffer: list[list[str]] = [[] for _ in FIELDS]
         self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
@@ -111,14 +143,22 @@ class ParquetRowWriter:
         # Runs before atomic_file's exit, so the footer is written before the rename (or the
         # temporary file is closed before it is removed).
         self._stack.callback(self._writer.close)
+        if self._budget is not None:
+            self._budget.writers.append(self)
         return self
 
     def write(self, row: Row) -> None:
         for column, value in zip(self._buffer, row, strict=True):
             column.append(value)
         self.rows += 1
+        size = len(row[0]) + len(row[1]) + len(row[2])
+        self.buffered += size
+        if self._budget is not None:
+            self._budget.used += size
         if len(self._buffer[0]) >= self._limit:
             self.flush()
+        elif self._budget is not None and self._budget.used > self._budget.limit:
+            self._budget.relieve()
 
     def flush(self) -> None:
         if not self._buffer[0]:
@@ -129,6 +169,9 @@ class ParquetRowWriter:
         self._writer.write_table(table, row_group_size=table.num_rows)
         self.row_groups += 1
         self._buffer = [[] for _ in FIELDS]
+        if self._budget is not None:
+            self._budget.used -= self.buffered
+        self.buffered = 0
 
     def __exit__(self, exc_type, *rest) -> bool:
         if exc_type is None:
@@ -136,12 +179,18 @@ class ParquetRowWriter:
         return self._stack.__exit__(exc_type, *rest)
 
 
-def open_writer(path: Path, fmt: str, batch_size: int = DEFAULT_BATCH_SIZE):
-    """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet``."""
+def open_writer(
+    path: Path,
+    fmt: str,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    budget: BufferBudget | None = None,
+):
+    """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet``; Parquet
+    writers that share ``budget`` bound their buffered text together."""
     if fmt == "jsonl":
         return JsonlWriter(path)
     if fmt == "parquet":
-        return ParquetRowWriter(path, batch_size)
+        return ParquetRowWriter(path, batch_size, budget)
     raise ValueError(f"unknown cleaned format {fmt!r} (expected jsonl or parquet)")
 
 
@@ -348,6 +397,7 @@ class CleanedOutputs:
         self.out_root = Path(out_root)
         self.fmt = fmt
         self.batch_size = batch_size
+        self.budget = BufferBudget()
         self.writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._stack = contextlib.ExitStack()
 
@@ -357,7 +407,7 @@ class CleanedOutputs:
 
     def writer(self, relative: str):
         if relative not in self.writers:
-            writer = open_writer(self.out_root / relative, self.fmt, self.batch_size)
+            writer = open_writer(self.out_root / relative, self.fmt, self.batch_size, self.budget)
             self.writers[relative] = self._stack.enter_context(writer)
         return self.writers[relative]
 

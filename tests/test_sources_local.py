@@ -643,3 +643,26 @@ def _tar_of(raw: Path) -> Path:
     )
     write_tar(archive, members)
     return archive
+
+
+def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
+    """FLAN routes rows to thousands of task files: their buffers are bounded together."""
+    from hrm_assets.cleaning import BufferBudget, ParquetRowWriter
+    from hrm_assets.rows import Row
+
+    budget = BufferBudget(limit=200)
+    rows = {name: [Row("direct", f"{name} question {i} é", "answer " * (i % 4))
+                   for i in range(40)] for name in ("a", "b", "c")}
+    with (ParquetRowWriter(tmp_path / "a.parquet", 1000, budget) as a,
+          ParquetRowWriter(tmp_path / "b.parquet", 1000, budget) as b,
+          ParquetRowWriter(tmp_path / "c.parquet", 1000, budget) as c):
+        writers = {"a": a, "b": b, "c": c}
+        for i in range(40):
+            for name, writer in writers.items():
+                writer.write(rows[name][i])
+                assert budget.used <= budget.limit
+                assert budget.used == sum(w.buffered for w in writers.values())
+    for name, writer in writers.items():
+        assert list(iter_cleaned_rows(tmp_path / f"{name}.parquet")) == rows[name]
+        assert writer.row_groups > 1  # flushed early by the budget, not by the row count
+    assert budget.used == 0
