@@ -372,12 +372,14 @@ class CleaningReport:
 
 
 def source_code_version(spec: SourceSpec) -> str:
-    """Hash of the code that decides a source's cleaned bytes: its family module, its raw
-    layout's module, and the shared cleaning, row and tag rules. A data version built on it
-    changes when any of them is edited, and only then."""
+    """Hash of the code that decides a source's cleaned bytes: its family module, the modules
+    of its raw layout's classes, and the shared cleaning, row and tag rules. A data version
+    built on it changes when any of them is edited, and only then."""
+    layout_classes = type(spec.layout).__mro__
+    layout_modules = {cls.__module__ for cls in layout_classes if cls.__module__.startswith("hrm_")}
     modules = {
         spec.clean.__module__,
-        type(spec.layout).__module__,
+        *layout_modules,
         __name__,
         Row.__module__,
         split_condition.__module__,

@@ -25,6 +25,7 @@ from hrm_assets.sources.spec import (
     SourceSpec,
 )
 
+
 def _package_modules() -> tuple[str, ...]:
     """Every module of this package, sorted; those that define ``SPECS`` are source families,
     so adding a source never edits a shared file."""

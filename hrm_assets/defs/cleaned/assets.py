@@ -1,22 +1,33 @@
 """Cleaned sources: ``cleaned/<source>`` writes data_io's rows at data_io's relative paths."""
 
-from __future__ import annotations
 
 import dagster as dg
 
-from hrm_assets.cleaning import CleaningReport, clean_source
+from hrm_assets.build_record import is_current, read_record, write_record
+from hrm_assets.cleaning import clean_source, source_code_version
 from hrm_assets.defs.common.keys import CLEANED_PREFIX, cleaned_key, raw_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import sync_partitions
-from hrm_assets.hashing import tree_sha256
+from hrm_assets.hashing import tree_sha256, value_sha256
+from hrm_assets.layout import CleanedFile
 from hrm_assets.partitioning import files_of_source
+from hrm_assets.raw_versions import observe_raw
 from hrm_assets.sources import SOURCES, SourceSpec
 
+BUILD_RECORDS = ".hrm-build"  # hidden: the cleaned-file scan ignores it
 
-def cleaning_metadata(report: CleaningReport) -> dict:
-    """Rows per file, skips by reason with examples, tag histogram, preview, bytes."""
-    summary = report.as_dict()
+
+def _content_version(cleaned_root, files: list[CleanedFile]) -> str:
+    return tree_sha256(cleaned_root, [item.path for item in files])
+
+
+def cleaning_metadata(summary: dict) -> dict:
+    """Rows per file, skips by reason with examples, tag histogram, preview, bytes.
+
+    ``summary`` is :meth:`CleaningReport.as_dict` (also kept in the build record, so a skipped
+    rebuild shows the figures of the run that wrote the files).
+    """
     files = [
         {"file": path, "rows": item["rows"], "bytes": item["bytes"]}
         for path, item in summary["files"].items()
@@ -39,11 +50,11 @@ def cleaning_metadata(report: CleaningReport) -> dict:
         {"file": path, **row} for path, item in summary["files"].items() for row in item["preview"]
     ][:10]
     return {
-        "dagster/row_count": report.rows_written,
-        "records_read": report.records_read,
-        "rows_written": report.rows_written,
-        "rows_skipped": report.rows_skipped,
-        "bytes_written": report.bytes_written,
+        "dagster/row_count": summary["rows_written"],
+        "records_read": summary["records_read"],
+        "rows_written": summary["rows_written"],
+        "rows_skipped": summary["rows_skipped"],
+        "bytes_written": summary["bytes_written"],
         "files": table(files, ["file", "rows", "bytes"]),
         "tags": table([{"tag": tag, "rows": n} for tag, n in summary["tags"].items()]),
         "conditions": table(
@@ -52,7 +63,7 @@ def cleaning_metadata(report: CleaningReport) -> dict:
         "skipped": table(skipped, ["reason", "count", "example", "where"]),
         "skipped_examples": dg.MetadataValue.json(summary["skipped"]),
         "preview": table(preview, ["file", "condition", "instruction", "response"]),
-        "seconds": round(report.seconds, 2),
+        "seconds": summary["seconds"],
     }
 
 
@@ -67,23 +78,44 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     )
     def cleaned(context: dg.AssetExecutionContext, data_paths: DataPaths) -> dg.MaterializeResult:
         cleaned_root = data_paths.cleaned_root
+        record_path = cleaned_root / BUILD_RECORDS / f"{spec.name}.json"
+        observation = observe_raw(spec, data_paths.raw_path)
+        inputs = value_sha256({"raw": observation.version, "code": source_code_version(spec)})
         before = files_of_source(spec, cleaned_root)
-        report = clean_source(spec, cleaned_root, raw_root=data_paths.raw_path)
-        context.log.info(report.summary())
-        for item in before:
-            if item.relative not in report.files:
-                context.log.info(f"removing {item.relative}: no longer produced by {spec.name}")
-                item.path.unlink(missing_ok=True)
+        record = read_record(record_path)
+        unchanged = (
+            observation.problem is None
+            and bool(before)
+            and is_current(record, inputs, _content_version(cleaned_root, before))
+        )
+        if unchanged:
+            context.log.info(f"raw data and code of {spec.name} unchanged: nothing rewritten")
+            summary = record["report"]
+        else:
+            report = clean_source(spec, cleaned_root, raw_root=data_paths.raw_path)
+            context.log.info(report.summary())
+            for item in before:
+                if item.relative not in report.files:
+                    context.log.info(f"removing {item.relative}: {spec.name} no longer writes it")
+                    item.path.unlink(missing_ok=True)
+            summary = report.as_dict()
         outputs = files_of_source(spec, cleaned_root)
+        version = _content_version(cleaned_root, outputs)
+        if not unchanged:
+            write_record(record_path, inputs, version, report=summary)
         added, removed = sync_partitions(
             context.instance, spec, cleaned_root, data_paths.tokenized_root, outputs
         )
         if added or removed:
             context.log.info(f"tokenized partitions: +{len(added)} -{len(removed)}")
-        version = tree_sha256(cleaned_root, [item.path for item in outputs])
         return dg.MaterializeResult(
             data_version=dg.DataVersion(version),
-            metadata={**cleaning_metadata(report), "content_sha256": version},
+            metadata={
+                **cleaning_metadata(summary),
+                "content_sha256": version,
+                "raw_version": observation.version,
+                "rebuilt": not unchanged,
+            },
         )
 
     return cleaned

@@ -1,6 +1,5 @@
 """The one resource every asset reads its locations from."""
 
-from __future__ import annotations
 
 from pathlib import Path
 
@@ -20,7 +19,7 @@ class DataPaths(dg.ConfigurableResource):
     prefix_config_path: str
 
     @classmethod
-    def from_environment(cls) -> DataPaths:
+    def from_environment(cls) -> "DataPaths":
         raw = settings.raw_root()
         return cls(
             data_root=str(settings.data_root()),

@@ -1,6 +1,5 @@
 """Raw sources as observable source assets: their data version says when to re-clean."""
 
-from __future__ import annotations
 
 import dagster as dg
 
@@ -24,9 +23,7 @@ def build_raw_asset(spec: SourceSpec) -> dg.SourceAsset:
         metadata["bytes"] = observation.bytes
         if observation.problem:
             metadata["problem"] = observation.problem
-        return dg.ObserveResult(
-            data_version=dg.DataVersion(observation.version), metadata=metadata
-        )
+        return dg.ObserveResult(data_version=dg.DataVersion(observation.version), metadata=metadata)
 
     return raw
 

@@ -1,6 +1,5 @@
 """Sampled epochs, one asset per training node (``sampled/<node>``)."""
 
-from __future__ import annotations
 
 import socket
 from pathlib import Path

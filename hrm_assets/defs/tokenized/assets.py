@@ -4,7 +4,6 @@ A partition whose cleaned file, tokenizer and framing are unchanged does no work
 the same data version, so nothing downstream becomes stale.
 """
 
-from __future__ import annotations
 
 import dagster as dg
 

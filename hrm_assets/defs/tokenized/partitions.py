@@ -1,6 +1,5 @@
 """One dynamic partition per cleaned file, per source; keys are tokenized folder names."""
 
-from __future__ import annotations
 
 from pathlib import Path
 

@@ -1,6 +1,5 @@
 """Registers cleaned files written outside a Dagster run as tokenized partitions."""
 
-from __future__ import annotations
 
 import dagster as dg
 

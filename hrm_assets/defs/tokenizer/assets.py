@@ -1,6 +1,5 @@
 """The BPE tokenizer: trained on every cleaned file, or adopted from a given tokenizer.json."""
 
-from __future__ import annotations
 
 from pathlib import Path
 
