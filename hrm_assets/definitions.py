@@ -3,21 +3,29 @@
 import dagster as dg
 
 from hrm_assets.defs.cleaned.assets import CLEANED_ASSETS
+from hrm_assets.defs.cleaned.checks import CLEANED_CHECKS
 from hrm_assets.defs.cleaned.jobs import clean_job
+from hrm_assets.defs.common.automation import AUTOMATION_SENSOR
 from hrm_assets.defs.common.executor import executor_from_environment
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.raw.assets import RAW_ASSETS
+from hrm_assets.defs.raw.jobs import observe_raw_job
+from hrm_assets.defs.raw.schedules import rebuild_schedule
 from hrm_assets.defs.sampled.assets import SAMPLED_ASSETS
+from hrm_assets.defs.sampled.checks import SAMPLED_CHECKS
 from hrm_assets.defs.sampled.jobs import sample_job
 from hrm_assets.defs.tokenized.assets import TOKENIZED_ASSETS
+from hrm_assets.defs.tokenized.checks import TOKENIZED_CHECKS
 from hrm_assets.defs.tokenized.jobs import TOKENIZE_JOBS
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 from hrm_assets.defs.tokenizer.assets import tokenizer
 
 defs = dg.Definitions(
     assets=[*RAW_ASSETS, *CLEANED_ASSETS, tokenizer, *TOKENIZED_ASSETS, *SAMPLED_ASSETS],
-    jobs=[clean_job, *TOKENIZE_JOBS.values(), sample_job],
-    sensors=[cleaned_files_sensor],
+    asset_checks=[*CLEANED_CHECKS, *TOKENIZED_CHECKS, *SAMPLED_CHECKS],
+    jobs=[observe_raw_job, clean_job, *TOKENIZE_JOBS.values(), sample_job],
+    schedules=[rebuild_schedule],
+    sensors=[cleaned_files_sensor, AUTOMATION_SENSOR],
     resources={"data_paths": DataPaths.from_environment()},
     executor=executor_from_environment(),
 )

@@ -94,10 +94,18 @@ def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) ->
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hrm_assets.quickstart", description=__doc__)
     parser.add_argument("--data-root", type=Path, default=settings.data_root())
-    parser.add_argument("--raw-root", type=Path, default=None,
-                        help="raw corpus (default: the demo corpus under the data root)")
-    parser.add_argument("--vocab-size", type=int, default=4096,
-                        help="BPE vocabulary for the demo (the production default is 65,536)")
+    parser.add_argument(
+        "--raw-root",
+        type=Path,
+        default=None,
+        help="raw corpus (default: the demo corpus under the data root)",
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=int,
+        default=4096,
+        help="BPE vocabulary for the demo (the production default is 65,536)",
+    )
     parser.add_argument("--epochs", type=int, default=10)
     args = parser.parse_args(argv)
     return run(args.data_root.absolute(), args.raw_root, args.vocab_size, args.epochs)

@@ -1,10 +1,10 @@
 """Cleaned sources: ``cleaned/<source>`` writes data_io's rows at data_io's relative paths."""
 
-
 import dagster as dg
 
 from hrm_assets.build_record import is_current, read_record, write_record
 from hrm_assets.cleaning import clean_source, source_code_version
+from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.keys import CLEANED_PREFIX, cleaned_key, raw_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
@@ -75,6 +75,8 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         kinds={"python", spec.format},
         description=spec.description or f"data_io's cleaned rows of {spec.name}",
         code_version="1",
+        automation_condition=on_upstream_data_change(),
+        freshness_policy=freshness_policy("cleaned"),
     )
     def cleaned(context: dg.AssetExecutionContext, data_paths: DataPaths) -> dg.MaterializeResult:
         cleaned_root = data_paths.cleaned_root

@@ -4,7 +4,6 @@
 Redis); nothing else changes. Steps carry their queue in the ``dagster-celery/queue`` tag.
 """
 
-
 import os
 
 import dagster as dg

@@ -1,6 +1,5 @@
 """Turn plain records of the pure modules into Dagster metadata values."""
 
-
 from collections.abc import Mapping, Sequence
 from typing import Any
 

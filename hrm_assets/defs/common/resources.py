@@ -1,6 +1,5 @@
 """The one resource every asset reads its locations from."""
 
-
 from pathlib import Path
 
 import dagster as dg

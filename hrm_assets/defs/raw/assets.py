@@ -1,5 +1,6 @@
 """Raw sources as observable source assets: their data version says when to re-clean."""
 
+import warnings
 
 import dagster as dg
 
@@ -28,4 +29,7 @@ def build_raw_asset(spec: SourceSpec) -> dg.SourceAsset:
     return raw
 
 
-RAW_ASSETS = [build_raw_asset(spec) for spec in SOURCES.values()]
+with warnings.catch_warnings():
+    # Observable source assets are marked beta; they are Dagster's way to version raw inputs.
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    RAW_ASSETS = [build_raw_asset(spec) for spec in SOURCES.values()]

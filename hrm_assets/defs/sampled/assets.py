@@ -1,12 +1,12 @@
 """Sampled epochs, one asset per training node (``sampled/<node>``)."""
 
-
 import socket
 from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets.analytics import category_records, render_report, summary_figures, task_records
+from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
 from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
@@ -38,6 +38,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             f"(data_io's sample_tokenized.py output, read directly by HRM-Text)."
         ),
         code_version="1",
+        freshness_policy=freshness_policy("sampled"),
     )
     def sampled(
         context: dg.AssetExecutionContext, config: SamplingRunConfig, data_paths: DataPaths

@@ -4,9 +4,9 @@ A partition whose cleaned file, tokenizer and framing are unchanged does no work
 the same data version, so nothing downstream becomes stale.
 """
 
-
 import dagster as dg
 
+from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
@@ -30,6 +30,8 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         op_tags={"dagster-celery/queue": "dagster"},
         description=f"data_io's token arrays of each cleaned file of {spec.name}",
         code_version="1",
+        automation_condition=on_upstream_data_change(),
+        freshness_policy=freshness_policy("tokenized"),
     )
     def tokenized(
         context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths

@@ -1,6 +1,5 @@
 """One dynamic partition per cleaned file, per source; keys are tokenized folder names."""
 
-
 from pathlib import Path
 
 import dagster as dg

@@ -1,6 +1,5 @@
 """Registers cleaned files written outside a Dagster run as tokenized partitions."""
 
-
 import dagster as dg
 
 from hrm_assets.defs.common.resources import DataPaths

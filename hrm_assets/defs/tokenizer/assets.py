@@ -1,11 +1,11 @@
 """The BPE tokenizer: trained on every cleaned file, or adopted from a given tokenizer.json."""
 
-
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
+from hrm_assets.defs.common.automation import on_missing_only
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.prefix_config import load_prefix_rules
@@ -28,6 +28,7 @@ class TokenizerConfig(dg.Config):
     kinds={"python", "json"},
     description="Byte-level BPE in data_io's configuration (tokenizer.json).",
     code_version="1",
+    automation_condition=on_missing_only(),
 )
 def tokenizer(
     context: dg.AssetExecutionContext, config: TokenizerConfig, data_paths: DataPaths
