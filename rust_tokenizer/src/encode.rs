@@ -269,7 +269,10 @@ pub(crate) mod tests {
         assert_eq!(encoder.encode_text("<q>what").unwrap(), [0]);
         let mut matching = word_tokenizer();
         matching.set_encode_special_tokens(false);
-        assert_eq!(matching.encode_fast("<q>what", false).unwrap().get_ids(), [7, 1]);
+        assert_eq!(
+            matching.encode_fast("<q>what", false).unwrap().get_ids(),
+            [7, 1]
+        );
         assert_eq!(encoder.vocab_size(), 12);
     }
 
@@ -316,7 +319,11 @@ pub(crate) mod tests {
         let path = jsonl(
             dir.path(),
             "tags.jsonl",
-            &[("cot", "two", "five"), ("cot", "two", "five"), ("synth", "two", "five")],
+            &[
+                ("cot", "two", "five"),
+                ("cot", "two", "five"),
+                ("synth", "two", "five"),
+            ],
         );
         let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
         let pool = thread_pool(Some(2)).unwrap();
@@ -346,7 +353,13 @@ pub(crate) mod tests {
     fn encode_texts_keeps_order() {
         let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
         let texts: Vec<String> = (0..500)
-            .map(|i| if i % 2 == 0 { "two five".into() } else { "three".into() })
+            .map(|i| {
+                if i % 2 == 0 {
+                    "two five".into()
+                } else {
+                    "three".into()
+                }
+            })
             .collect();
         let pool = thread_pool(Some(2)).unwrap();
         let ids = pool.install(|| encoder.encode_texts(&texts)).unwrap();

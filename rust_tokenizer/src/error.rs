@@ -32,7 +32,12 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub fn row(path: &Path, row: u64, field: Option<&'static str>, problem: impl Into<String>) -> Self {
+    pub fn row(
+        path: &Path,
+        row: u64,
+        field: Option<&'static str>,
+        problem: impl Into<String>,
+    ) -> Self {
         Error::Row {
             path: path.to_path_buf(),
             row,
@@ -87,7 +92,12 @@ mod tests {
 
     #[test]
     fn row_error_names_file_row_and_field() {
-        let err = Error::row(Path::new("a/b.jsonl"), 7, Some("response"), "expected a string, got null");
+        let err = Error::row(
+            Path::new("a/b.jsonl"),
+            7,
+            Some("response"),
+            "expected a string, got null",
+        );
         assert_eq!(
             err.to_string(),
             "a/b.jsonl: row 7, field 'response': expected a string, got null"

@@ -90,8 +90,7 @@ impl Framing {
     }
 
     pub fn frame(&self, tag_ids: &[u32], instruction: &[u32], response: &[u32]) -> FramedRow {
-        let mut tokens =
-            Vec::with_capacity(3 + tag_ids.len() + instruction.len() + response.len());
+        let mut tokens = Vec::with_capacity(3 + tag_ids.len() + instruction.len() + response.len());
         tokens.push(self.boq);
         tokens.extend_from_slice(tag_ids);
         tokens.extend_from_slice(instruction);
@@ -163,7 +162,10 @@ mod tests {
         let mut bad = spec();
         bad.eoa = "<missing>".into();
         let err = Framing::resolve(&bad, vocab).unwrap_err().to_string();
-        assert_eq!(err, "EOA token \"<missing>\" is not in the tokenizer's vocabulary");
+        assert_eq!(
+            err,
+            "EOA token \"<missing>\" is not in the tokenizer's vocabulary"
+        );
         let mut bad = spec();
         bad.conditions.insert("synth".into(), "<s>".into());
         let err = Framing::resolve(&bad, vocab).unwrap_err().to_string();

@@ -101,7 +101,11 @@ impl<T: NpyElement> NpyWriter<T> {
     /// Patch the header with the final length, flush and fsync. Returns the element count.
     pub fn finish(self) -> Result<u64> {
         let path = self.path;
-        let mut file = self.out.into_inner().map_err(|err| err.into_error()).at(&path)?;
+        let mut file = self
+            .out
+            .into_inner()
+            .map_err(|err| err.into_error())
+            .at(&path)?;
         file.seek(SeekFrom::Start(0)).at(&path)?;
         file.write_all(&header(T::DESCR, self.len)).at(&path)?;
         file.sync_all().at(&path)?;

@@ -178,7 +178,8 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Tokenize `input` into the folder `target` (replaced atomically), on the current rayon pool.
 ///
 /// `metadata` is written as `metadata.json` (compact, keys sorted) after gaining `rows`,
-/// `tokens` and `bytes` (UTF-8 bytes of the text). The folder also gets the ownership marker.
+/// `tokens` and `text_bytes` (UTF-8 bytes of the rows' text). The folder also gets the
+/// ownership marker.
 /// On error nothing at `target` changes.
 pub fn tokenize_to_folder(
     encoder: &Encoder,
@@ -193,7 +194,7 @@ pub fn tokenize_to_folder(
     arrays.finish()?;
     metadata.insert("rows".into(), stats.rows.into());
     metadata.insert("tokens".into(), stats.tokens.into());
-    metadata.insert("bytes".into(), stats.text_bytes.into());
+    metadata.insert("text_bytes".into(), stats.text_bytes.into());
     let json = serde_json::to_vec(&Value::Object(metadata)).expect("a JSON map always serialises");
     write_synced(&staged.path().join(METADATA_FILE), &json)?;
     write_synced(&staged.path().join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
@@ -233,7 +234,12 @@ mod tests {
         fs::write(target.join("old.txt"), "old").unwrap();
 
         let staged = StagedDir::create(&target).unwrap();
-        assert!(staged.path().file_name().unwrap().to_string_lossy().starts_with(".tmp-out."));
+        assert!(staged
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(".tmp-out."));
         fs::write(staged.path().join("new.txt"), "new").unwrap();
         staged.commit().unwrap();
         assert_eq!(entries(&target), ["new.txt"]);
@@ -249,7 +255,11 @@ mod tests {
     #[test]
     fn folder_has_arrays_metadata_and_marker() {
         let root = tempfile::tempdir().unwrap();
-        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five"), ("", "three", "")]);
+        let input = jsonl(
+            root.path(),
+            "in.jsonl",
+            &[("cot", "two", "five"), ("", "three", "")],
+        );
         let target = root.path().join("out").join("in.jsonl");
         let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
         let mut metadata = Map::new();
@@ -271,13 +281,20 @@ mod tests {
         assert_eq!(read_u64s(&target.join("inst_start.npy")), [0, 6]);
         assert_eq!(read_u64s(&target.join("resp_len.npy")), [2, 1]);
         let meta = fs::read_to_string(target.join(METADATA_FILE)).unwrap();
-        assert_eq!(meta, r#"{"bytes":15,"rows":2,"source_size":7,"tokens":10}"#);
+        assert_eq!(
+            meta,
+            r#"{"rows":2,"source_size":7,"text_bytes":15,"tokens":10}"#
+        );
     }
 
     #[test]
     fn failure_leaves_the_old_folder_untouched() {
         let root = tempfile::tempdir().unwrap();
-        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five"), ("bad", "x", "y")]);
+        let input = jsonl(
+            root.path(),
+            "in.jsonl",
+            &[("cot", "two", "five"), ("bad", "x", "y")],
+        );
         let out = root.path().join("out");
         let target = out.join("in.jsonl");
         fs::create_dir_all(&target).unwrap();

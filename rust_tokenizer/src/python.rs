@@ -116,7 +116,7 @@ impl Encoder {
     /// Tokenize one cleaned file into the folder `output_dir`, replacing it atomically.
     ///
     /// `metadata_json` is a JSON object written as the folder's `metadata.json`, with `rows`,
-    /// `tokens` and `bytes` added. Returns `{"rows", "tokens", "bytes", "seconds"}`.
+    /// `tokens` and `text_bytes` added. Returns `{"rows", "tokens", "text_bytes", "seconds"}`.
     #[pyo3(signature = (input_path, output_dir, metadata_json, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS))]
     fn tokenize_file<'py>(
         &self,
@@ -143,7 +143,7 @@ impl Encoder {
         let result = PyDict::new(py);
         result.set_item("rows", stats.rows)?;
         result.set_item("tokens", stats.tokens)?;
-        result.set_item("bytes", stats.text_bytes)?;
+        result.set_item("text_bytes", stats.text_bytes)?;
         result.set_item("seconds", started.elapsed().as_secs_f64())?;
         Ok(result)
     }

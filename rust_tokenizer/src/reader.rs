@@ -105,7 +105,10 @@ impl JsonlReader {
         let mut bytes = 0usize;
         while rows.len() < self.batch_rows && bytes < MAX_BATCH_BYTES {
             self.buffer.clear();
-            let read = self.lines.read_until(b'\n', &mut self.buffer).at(&self.path)?;
+            let read = self
+                .lines
+                .read_until(b'\n', &mut self.buffer)
+                .at(&self.path)?;
             if read == 0 {
                 break;
             }
@@ -200,7 +203,12 @@ impl ParquetReader {
         let mut roots = Vec::with_capacity(FIELDS.len());
         for field in FIELDS {
             let (index, column) = schema.column_with_name(field).ok_or_else(|| {
-                Error::row(path, 0, Some(field), "column missing from the Parquet schema")
+                Error::row(
+                    path,
+                    0,
+                    Some(field),
+                    "column missing from the Parquet schema",
+                )
             })?;
             if !is_string_type(column.data_type()) {
                 return Err(Error::row(
@@ -233,7 +241,10 @@ impl ParquetReader {
             let batch = batch.map_err(|err| {
                 Error::file(
                     &self.path,
-                    format!("cannot read Parquet rows after row {}: {err}", self.rows_seen),
+                    format!(
+                        "cannot read Parquet rows after row {}: {err}",
+                        self.rows_seen
+                    ),
                 )
             })?;
             if batch.num_rows() == 0 {
@@ -257,7 +268,12 @@ impl ParquetReader {
                 let number = self.rows_seen + index as u64 + 1;
                 let mut values = FIELDS.iter().zip(&columns).map(|(field, column)| {
                     column.value(index).map(str::to_owned).ok_or_else(|| {
-                        Error::row(&self.path, number, Some(field), "expected a string, got null")
+                        Error::row(
+                            &self.path,
+                            number,
+                            Some(field),
+                            "expected a string, got null",
+                        )
                     })
                 });
                 Ok(Row {
@@ -340,8 +356,8 @@ mod tests {
     use std::io::Write;
     use std::sync::Arc;
 
-    use arrow_array::{ArrayRef, DictionaryArray, LargeStringArray, StringArray, StringViewArray};
     use arrow_array::types::Int32Type;
+    use arrow_array::{ArrayRef, DictionaryArray, LargeStringArray, StringArray, StringViewArray};
     use parquet::arrow::ArrowWriter;
 
     fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -365,7 +381,8 @@ mod tests {
     fn write_parquet(dir: &Path, name: &str, columns: Vec<(&str, ArrayRef)>) -> PathBuf {
         let path = dir.join(name);
         let batch = RecordBatch::try_from_iter(columns).unwrap();
-        let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        let mut writer =
+            ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         path
@@ -398,21 +415,41 @@ mod tests {
     fn jsonl_errors_name_row_and_field() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
-            ("{\"condition\":\"\",\"instruction\":null,\"response\":\"a\"}", "row 2, field 'instruction': expected a string, got null"),
-            ("{\"condition\":\"\",\"instruction\":\"q\"}", "row 2, field 'response': missing"),
-            ("{\"condition\":3,\"instruction\":\"q\",\"response\":\"a\"}", "row 2, field 'condition': expected a string, got int"),
-            ("{\"condition\":\"\",\"instruction\":[\"q\"],\"response\":\"a\"}", "row 2, field 'instruction': expected a string, got list"),
+            (
+                "{\"condition\":\"\",\"instruction\":null,\"response\":\"a\"}",
+                "row 2, field 'instruction': expected a string, got null",
+            ),
+            (
+                "{\"condition\":\"\",\"instruction\":\"q\"}",
+                "row 2, field 'response': missing",
+            ),
+            (
+                "{\"condition\":3,\"instruction\":\"q\",\"response\":\"a\"}",
+                "row 2, field 'condition': expected a string, got int",
+            ),
+            (
+                "{\"condition\":\"\",\"instruction\":[\"q\"],\"response\":\"a\"}",
+                "row 2, field 'instruction': expected a string, got list",
+            ),
             ("[1, 2]", "row 2: expected a JSON object, got list"),
             ("{\"condition\": \"", "row 2: malformed JSON"),
         ];
         for (line, expected) in cases {
-            let text = format!("{{\"condition\":\"\",\"instruction\":\"q\",\"response\":\"a\"}}\n{line}\n");
+            let text = format!(
+                "{{\"condition\":\"\",\"instruction\":\"q\",\"response\":\"a\"}}\n{line}\n"
+            );
             let path = write_file(dir.path(), "bad.jsonl", &text);
             let err = read_all(&path, 10).unwrap_err();
             let message = err.to_string();
             assert!(matches!(err, Error::Row { row: 2, .. }), "{message}");
-            assert!(message.starts_with(&path.display().to_string()), "{message}");
-            assert!(message.contains(expected), "{message} should contain {expected}");
+            assert!(
+                message.starts_with(&path.display().to_string()),
+                "{message}"
+            );
+            assert!(
+                message.contains(expected),
+                "{message} should contain {expected}"
+            );
         }
     }
 
@@ -450,7 +487,12 @@ mod tests {
             ("view", Arc::new(StringViewArray::from(texts.to_vec()))),
             (
                 "dict",
-                Arc::new(texts.iter().copied().collect::<DictionaryArray<Int32Type>>()),
+                Arc::new(
+                    texts
+                        .iter()
+                        .copied()
+                        .collect::<DictionaryArray<Int32Type>>(),
+                ),
             ),
         ];
         for (name, array) in layouts {
@@ -460,7 +502,10 @@ mod tests {
                 vec![
                     ("response", array.clone()),
                     ("other", Arc::new(StringArray::from(vec!["x", "y", "z"]))),
-                    ("condition", Arc::new(StringArray::from(vec!["", "cot", "noisy,cot"]))),
+                    (
+                        "condition",
+                        Arc::new(StringArray::from(vec!["", "cot", "noisy,cot"])),
+                    ),
                     ("instruction", array),
                 ],
             );
@@ -484,15 +529,27 @@ mod tests {
             dir.path(),
             "nulls.parquet",
             vec![
-                ("condition", Arc::new(StringArray::from(vec!["", "", ""])) as ArrayRef),
-                ("instruction", Arc::new(StringArray::from(vec!["q", "q", "q"]))),
-                ("response", Arc::new(StringArray::from(vec![Some("a"), Some("b"), None]))),
+                (
+                    "condition",
+                    Arc::new(StringArray::from(vec!["", "", ""])) as ArrayRef,
+                ),
+                (
+                    "instruction",
+                    Arc::new(StringArray::from(vec!["q", "q", "q"])),
+                ),
+                (
+                    "response",
+                    Arc::new(StringArray::from(vec![Some("a"), Some("b"), None])),
+                ),
             ],
         );
         let err = read_all(&path, 2).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("{}: row 3, field 'response': expected a string, got null", path.display())
+            format!(
+                "{}: row 3, field 'response': expected a string, got null",
+                path.display()
+            )
         );
     }
 
@@ -503,7 +560,10 @@ mod tests {
             dir.path(),
             "missing.parquet",
             vec![
-                ("condition", Arc::new(StringArray::from(vec![""])) as ArrayRef),
+                (
+                    "condition",
+                    Arc::new(StringArray::from(vec![""])) as ArrayRef,
+                ),
                 ("instruction", Arc::new(StringArray::from(vec!["q"]))),
             ],
         );
@@ -514,13 +574,22 @@ mod tests {
             dir.path(),
             "wrong.parquet",
             vec![
-                ("condition", Arc::new(StringArray::from(vec![""])) as ArrayRef),
-                ("instruction", Arc::new(arrow_array::Int64Array::from(vec![1]))),
+                (
+                    "condition",
+                    Arc::new(StringArray::from(vec![""])) as ArrayRef,
+                ),
+                (
+                    "instruction",
+                    Arc::new(arrow_array::Int64Array::from(vec![1])),
+                ),
                 ("response", Arc::new(StringArray::from(vec!["a"]))),
             ],
         );
         let err = read_all(&wrong, 2).unwrap_err().to_string();
-        assert!(err.contains("field 'instruction': expected a string column, got Int64"), "{err}");
+        assert!(
+            err.contains("field 'instruction': expected a string column, got Int64"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -532,7 +601,10 @@ mod tests {
         let err = RowReader::open(&corrupt, 1).err().unwrap();
         assert!(matches!(err, Error::File { .. }), "{err}");
         let missing = dir.path().join("absent.jsonl");
-        assert!(matches!(RowReader::open(&missing, 1), Err(Error::Io { .. })));
+        assert!(matches!(
+            RowReader::open(&missing, 1),
+            Err(Error::Io { .. })
+        ));
     }
 
     #[test]

@@ -1,0 +1,59 @@
+"""Type stub of the Rust extension ``hrm_assets._tokenizer`` (rust_tokenizer/src/python.rs)."""
+
+from os import PathLike
+
+FORMAT_VERSION: str
+"""Changes whenever the bytes written for the same input, tokenizer and framing could change."""
+OWNER_MARKER: str
+"""File name present in every tokenized folder this module writes (``.hrm-data``)."""
+METADATA_FILE: str
+ARRAY_FILES: list[str]
+DEFAULT_BATCH_ROWS: int
+
+class Encoder:
+    """A ``tokenizer.json`` with data_io's framing tokens, ready to encode files.
+
+    Texts are encoded without automatic special tokens, and special-token strings inside texts
+    are plain text (``encode_special_tokens = True``). Raises ``FileNotFoundError`` if the
+    tokenizer is missing and ``ValueError`` if it cannot be loaded or a framing token is not in
+    its vocabulary (the message names the token).
+    """
+
+    def __init__(
+        self,
+        tokenizer_path: str | PathLike[str],
+        boq: str,
+        eoq: str,
+        eoa: str,
+        conditions: dict[str, str],
+    ) -> None: ...
+    @property
+    def vocab_size(self) -> int:
+        """Vocabulary size including added tokens."""
+    @property
+    def framing_ids(self) -> dict[str, int | dict[str, int]]:
+        """``{"boq": id, "eoq": id, "eoa": id, "conditions": {tag: id}}``."""
+    def token_to_id(self, token: str) -> int | None: ...
+    def encode_texts(self, texts: list[str], num_threads: int | None = None) -> list[list[int]]:
+        """Token ids of each text, encoded in parallel without holding the GIL."""
+    def tokenize_file(
+        self,
+        input_path: str | PathLike[str],
+        output_dir: str | PathLike[str],
+        metadata_json: str,
+        num_threads: int | None = None,
+        batch_rows: int = ...,
+    ) -> dict[str, int | float]:
+        """Tokenize one cleaned ``.jsonl``/``.parquet`` file into ``output_dir``, atomically.
+
+        Writes ``tokens.npy`` (``<u4``), ``inst_start/inst_len/resp_start/resp_len.npy``
+        (``<u8``), ``metadata.json`` (``metadata_json``, a JSON object, plus ``rows``,
+        ``tokens``, ``text_bytes``) and the ownership marker into a ``.tmp-`` sibling, then
+        renames it into place. Encodes on ``num_threads`` threads (default: one per core)
+        without holding the GIL, in batches of ``batch_rows`` rows.
+
+        Returns ``{"rows", "tokens", "text_bytes", "seconds"}``. Raises
+        ``hrm_assets.rows.RowError`` (a ``ValueError``) for a bad row or unknown condition tag,
+        naming file, row and field; ``ValueError`` for an unreadable file; ``OSError`` for IO.
+        On error ``output_dir`` is unchanged.
+        """

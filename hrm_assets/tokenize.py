@@ -1,0 +1,430 @@
+"""Tokenized folders (CONTRACTS.md section 2): the Python face of the Rust encoder, and
+data_io's tokenizer command.
+
+    python -m hrm_assets.tokenize DIR... -o OUT --tokenizer-path PATH
+        [--boq T] [--eoq T] [--eoa T] [--conditions k=v,...] [--threads N]
+
+Every cleaned file under the DIRs becomes ``OUT/<safe name>/`` (arrays, ``metadata.json`` and
+the ownership marker ``.hrm-data``), written atomically by ``hrm_assets._tokenizer``.
+
+Incremental by content: a folder's ``metadata.json`` records data_io's ``source_mtime`` and
+``source_size`` plus the source's and the tokenizer's SHA-256, the framing's hash, the code
+version and the resulting data version. A file is skipped only when all of those match, so a
+new tokenizer redoes everything and mtimes alone never decide. Folders whose cleaned file is
+gone are pruned, but only if they carry the marker (folders written by other tools stay).
+
+Unlike data_io, a bad row fails its file with one message naming file, row and field; the
+command goes on with the other files and then exits non-zero listing the failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import shutil
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from hrm_assets import _tokenizer
+from hrm_assets.atomic import TMP_PREFIX, atomic_write_text
+from hrm_assets.framing import (
+    DEFAULT_BOQ,
+    DEFAULT_EOA,
+    DEFAULT_EOQ,
+    Framing,
+    parse_conditions,
+    tokenizer_info_json,
+)
+from hrm_assets.hashing import file_sha256, value_sha256
+from hrm_assets.layout import CleanedFile, scan_cleaned_files
+
+CODE_VERSION = f"hrm-tokenize/{_tokenizer.FORMAT_VERSION}"
+TOKENIZER_INFO_FILE = "tokenizer_info.json"
+METADATA_FILE: str = _tokenizer.METADATA_FILE
+OWNER_MARKER: str = _tokenizer.OWNER_MARKER
+ARRAY_FILES: tuple[str, ...] = tuple(_tokenizer.ARRAY_FILES)
+# Metadata fields that must all match for a folder to be reused.
+_VERSION_FIELDS = ("source_sha256", "tokenizer_sha256", "framing", "code_version", "data_version")
+
+
+def resolve_tokenizer_json(tokenizer_path: str | Path) -> Path:
+    """The ``tokenizer.json`` a ``--tokenizer-path`` names: the file itself, or one in a folder.
+
+    Raises ``FileNotFoundError`` (unlike data_io, Hub names are not downloaded).
+    """
+    path = Path(tokenizer_path)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{tokenizer_path}: no tokenizer found (expected a tokenizer.json file or a folder "
+            "holding one)"
+        )
+    return path
+
+
+def framing_sha256(framing: Framing) -> str:
+    return value_sha256(framing.model_dump())
+
+
+@functools.lru_cache(maxsize=4)
+def _load_encoder(
+    tokenizer_json: str, tokenizer_sha256: str, framing_json: str
+) -> _tokenizer.Encoder:
+    # Keyed by content hash as well as path, so a replaced tokenizer.json is reloaded.
+    framing = Framing.model_validate_json(framing_json)
+    return _tokenizer.Encoder(
+        tokenizer_json, framing.boq, framing.eoq, framing.eoa, dict(framing.conditions)
+    )
+
+
+@dataclass(frozen=True)
+class TokenizerSetup:
+    """A tokenizer file identified by content, with the framing it is used with."""
+
+    given_path: str
+    tokenizer_json: Path
+    tokenizer_sha256: str
+    framing: Framing
+
+    @classmethod
+    def load(cls, tokenizer_path: str | Path, framing: Framing | None = None) -> TokenizerSetup:
+        tokenizer_json = resolve_tokenizer_json(tokenizer_path)
+        return cls(
+            given_path=str(tokenizer_path),
+            tokenizer_json=tokenizer_json,
+            tokenizer_sha256=file_sha256(tokenizer_json),
+            framing=framing if framing is not None else Framing(),
+        )
+
+    @property
+    def framing_sha256(self) -> str:
+        return framing_sha256(self.framing)
+
+    def encoder(self) -> _tokenizer.Encoder:
+        """The Rust encoder (cached per process). Raises ``ValueError`` if a framing token is
+        not in the vocabulary."""
+        return _load_encoder(
+            str(self.tokenizer_json), self.tokenizer_sha256, self.framing.model_dump_json()
+        )
+
+
+TokenizerLike = TokenizerSetup | str | Path
+
+
+def _as_setup(tokenizer: TokenizerLike, framing: Framing | None) -> TokenizerSetup:
+    if isinstance(tokenizer, TokenizerSetup):
+        if framing is not None and framing != tokenizer.framing:
+            raise ValueError("framing differs from the TokenizerSetup's framing")
+        return tokenizer
+    return TokenizerSetup.load(tokenizer, framing)
+
+
+@dataclass(frozen=True)
+class TokenizeOutcome:
+    safe_name: str
+    skipped: bool
+    rows: int
+    tokens: int
+    bytes: int  # size of the cleaned file
+    data_version: str
+    output_dir: Path
+    text_bytes: int = 0  # UTF-8 bytes of the rows' text
+    seconds: float = 0.0
+
+
+def data_version(source_sha256: str, setup: TokenizerSetup) -> str:
+    """The data version of a tokenized folder: a hash of everything its bytes depend on."""
+    return value_sha256(
+        {
+            "source_sha256": source_sha256,
+            "tokenizer_sha256": setup.tokenizer_sha256,
+            "framing": setup.framing_sha256,
+            "code_version": CODE_VERSION,
+        }
+    )
+
+
+def expected_data_version(
+    cleaned: CleanedFile | Path, tokenizer: TokenizerLike, framing: Framing | None = None
+) -> str:
+    """The data version ``tokenize_file`` would record, computed without tokenizing."""
+    path = cleaned.path if isinstance(cleaned, CleanedFile) else Path(cleaned)
+    return data_version(file_sha256(path), _as_setup(tokenizer, framing))
+
+
+def read_metadata(folder: Path) -> dict | None:
+    """A tokenized folder's ``metadata.json``, or None if absent or unreadable."""
+    try:
+        value = json.loads((Path(folder) / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
+    """The folder's metadata if the folder is complete, ours, and of the expected version."""
+    metadata = read_metadata(folder)
+    if metadata is None or not (folder / OWNER_MARKER).is_file():
+        return None
+    if any(metadata.get(key) != expected[key] for key in _VERSION_FIELDS):
+        return None
+    if not all(isinstance(metadata.get(key), int) for key in ("rows", "tokens")):
+        return None
+    if not all((folder / name).is_file() for name in ARRAY_FILES):
+        return None
+    return metadata
+
+
+def tokenize_file(
+    cleaned: CleanedFile,
+    out_root: Path,
+    tokenizer: TokenizerLike,
+    framing: Framing | None = None,
+    threads: int | None = None,
+) -> TokenizeOutcome:
+    """Tokenize one cleaned file into ``out_root/<safe name>/``, unless it is already current.
+
+    ``tokenizer`` is a ``TokenizerSetup`` or a tokenizer path (then ``framing`` defaults to
+    data_io's). Raises ``hrm_assets.rows.RowError`` for a bad row (naming file, row and field),
+    ``ValueError`` for an unreadable file or a framing token missing from the vocabulary, and
+    ``OSError`` for IO failures; the folder is then left as it was.
+    """
+    setup = _as_setup(tokenizer, framing)
+    folder = Path(out_root) / cleaned.safe_name
+    stat = cleaned.path.stat()
+    source_sha256 = file_sha256(cleaned.path)
+    version = data_version(source_sha256, setup)
+    metadata = {
+        "source_mtime": int(stat.st_mtime),
+        "source_size": stat.st_size,
+        "source_sha256": source_sha256,
+        "source_path": cleaned.relative,
+        "tokenizer_sha256": setup.tokenizer_sha256,
+        "framing": setup.framing_sha256,
+        "code_version": CODE_VERSION,
+        "data_version": version,
+    }
+    current = _reusable_metadata(folder, metadata)
+    if current is not None:
+        stale = {k: v for k, v in metadata.items() if current.get(k) != v}
+        if stale:
+            # Same content, new mtime (or path): keep data_io's fields truthful.
+            atomic_write_text(
+                folder / METADATA_FILE,
+                json.dumps(
+                    {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                ),
+            )
+        return TokenizeOutcome(
+            safe_name=cleaned.safe_name,
+            skipped=True,
+            rows=current["rows"],
+            tokens=current["tokens"],
+            bytes=stat.st_size,
+            data_version=version,
+            output_dir=folder,
+            text_bytes=current.get("text_bytes", 0),
+        )
+    result = setup.encoder().tokenize_file(
+        str(cleaned.path), str(folder), json.dumps(metadata), num_threads=threads
+    )
+    return TokenizeOutcome(
+        safe_name=cleaned.safe_name,
+        skipped=False,
+        rows=result["rows"],
+        tokens=result["tokens"],
+        bytes=stat.st_size,
+        data_version=version,
+        output_dir=folder,
+        text_bytes=result["text_bytes"],
+        seconds=result["seconds"],
+    )
+
+
+def write_tokenizer_info(
+    out_root: Path, tokenizer: TokenizerLike, framing: Framing | None = None
+) -> Path:
+    """Write ``out_root/tokenizer_info.json`` with data_io's exact bytes (if they changed).
+
+    ``tokenizer_path`` is recorded as given; ``vocab_size`` counts added tokens.
+    """
+    setup = _as_setup(tokenizer, framing)
+    info = setup.framing.tokenizer_info(setup.given_path, setup.encoder().vocab_size)
+    text = tokenizer_info_json(info)
+    path = Path(out_root) / TOKENIZER_INFO_FILE
+    try:
+        unchanged = path.read_text(encoding="utf-8") == text
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        atomic_write_text(path, text)
+    return path
+
+
+def is_owned(folder: Path) -> bool:
+    """Whether ``folder`` was written by this tool (and so may be replaced or pruned)."""
+    return (Path(folder) / OWNER_MARKER).is_file()
+
+
+def remove_owned_output(out_root: Path, safe_name: str) -> bool:
+    """Delete ``out_root/<safe_name>`` if this tool wrote it; True if something was removed."""
+    folder = Path(out_root) / safe_name
+    if not folder.is_dir() or not is_owned(folder):
+        return False
+    shutil.rmtree(folder)
+    return True
+
+
+def prune_orphans(out_root: Path, expected_safe_names: Iterable[str]) -> list[str]:
+    """Remove owned folders of ``out_root`` that no cleaned file maps to; return their names.
+
+    Folders without the ownership marker, files, and hidden entries are left alone.
+    """
+    out_root = Path(out_root)
+    if not out_root.is_dir():
+        return []
+    expected = set(expected_safe_names)
+    removed = []
+    for entry in sorted(out_root.iterdir()):
+        if entry.name in expected or entry.name.startswith((".", TMP_PREFIX)):
+            continue
+        if remove_owned_output(out_root, entry.name):
+            removed.append(entry.name)
+    return removed
+
+
+@dataclass
+class TreeReport:
+    outcomes: list[TokenizeOutcome] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (safe name, message)
+    pruned: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def tokenize_tree(
+    dirs: Sequence[Path | str],
+    out_root: Path | str,
+    tokenizer_path: str | Path,
+    framing: Framing | None = None,
+    threads: int | None = None,
+    progress: bool = True,
+) -> TreeReport:
+    """data_io's tokenizer command: every cleaned file under ``dirs`` into ``out_root``.
+
+    Writes ``tokenizer_info.json``, prunes owned orphans, then tokenizes file by file (each on
+    all threads), skipping current folders. A failing file is recorded in the report and the
+    others go on. Setup problems (no tokenizer, framing token not in the vocabulary, two files
+    with one safe name) raise ``ValueError``/``OSError`` before anything is written.
+    """
+    started = time.perf_counter()
+    setup = TokenizerSetup.load(tokenizer_path, framing)
+    setup.encoder()
+    files = scan_cleaned_files([Path(d) for d in dirs])
+    out_root = Path(out_root)
+    out_root.mkdir(parents=True, exist_ok=True)
+    write_tokenizer_info(out_root, setup)
+    report = TreeReport(pruned=prune_orphans(out_root, [f.safe_name for f in files]))
+    sizes = [f.path.stat().st_size for f in files]
+    with tqdm(
+        total=sum(sizes),
+        unit="B",
+        unit_scale=True,
+        desc="tokenize",
+        file=sys.stderr,
+        disable=not progress,
+    ) as bar:
+        for item, size in zip(files, sizes, strict=True):
+            bar.set_postfix_str(item.safe_name, refresh=False)
+            try:
+                report.outcomes.append(tokenize_file(item, out_root, setup, threads=threads))
+            except (ValueError, OSError) as exc:
+                report.failures.append((item.safe_name, str(exc)))
+            bar.update(size)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _summary(report: TreeReport) -> str:
+    done = [o for o in report.outcomes if not o.skipped]
+    skipped = len(report.outcomes) - len(done)
+    rows = sum(o.rows for o in report.outcomes)
+    tokens = sum(o.tokens for o in report.outcomes)
+    encode_seconds = sum(o.seconds for o in done)
+    mb = sum(o.bytes for o in done) / 1e6
+    rate = f", {mb / encode_seconds:.1f} MB/s" if encode_seconds > 0 else ""
+    return (
+        f"tokenized {len(done)} file(s), skipped {skipped} unchanged, pruned "
+        f"{len(report.pruned)}, failed {len(report.failures)}: {rows:,} rows, {tokens:,} tokens "
+        f"in {report.seconds:.1f} s{rate}"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hrm-tokenize",
+        description="Tokenize cleaned JSONL/Parquet files into data_io's tokenized folders.",
+    )
+    parser.add_argument("dirs", nargs="+", type=Path, help="cleaned roots to scan")
+    parser.add_argument("-o", "--output-dir", required=True, type=Path)
+    parser.add_argument(
+        "-t", "--tokenizer-path", required=True, help="tokenizer.json, or a folder holding one"
+    )
+    parser.add_argument("--boq", default=DEFAULT_BOQ)
+    parser.add_argument("--eoq", default=DEFAULT_EOQ)
+    parser.add_argument("--eoa", default=DEFAULT_EOA)
+    parser.add_argument(
+        "--conditions",
+        nargs="+",
+        default=None,
+        metavar="TAG=TOKEN[,TAG=TOKEN...]",
+        help="condition tags and their tokens (default: data_io's four)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="encoding threads (default: all cores)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        print("error: --threads must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        framing_args = dict(boq=args.boq, eoq=args.eoq, eoa=args.eoa)
+        if args.conditions is not None:
+            framing_args["conditions"] = parse_conditions(args.conditions)
+        framing = Framing(**framing_args)
+        report = tokenize_tree(
+            args.dirs,
+            args.output_dir,
+            args.tokenizer_path,
+            framing,
+            threads=args.threads,
+            progress=not args.no_progress,
+        )
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for name in report.pruned:
+        print(f"pruned {name} (its cleaned file is gone)", file=sys.stderr)
+    print(_summary(report), file=sys.stderr)
+    for _, message in report.failures:
+        print(f"error: {message}", file=sys.stderr)
+    if report.failures:
+        names = ", ".join(name for name, _ in report.failures)
+        print(f"error: {len(report.failures)} file(s) failed: {names}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""The Rust encoder (hrm_assets._tokenizer) against the Python `tokenizers` package.
+
+The reference below re-implements the framing of CONTRACTS.md section 2 with the Python package,
+so every array the Rust module writes is checked against an independent computation.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import TRICKY_TEXTS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+
+from hrm_assets import _tokenizer
+from hrm_assets.framing import DEFAULT_CONDITIONS, Framing, split_condition
+from hrm_assets.rows import RowError
+
+ARRAYS = ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")
+
+
+def python_tokenizer(path: Path) -> Tokenizer:
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
+def python_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+    return tokenizer.encode(text, add_special_tokens=False).ids
+
+
+def reference_arrays(
+    tokenizer_path: Path, rows: list[dict], framing: Framing | None = None
+) -> dict[str, np.ndarray]:
+    """CONTRACTS.md section 2, computed with the Python tokenizers package."""
+    framing = framing or Framing()
+    tokenizer = python_tokenizer(tokenizer_path)
+    token_id = tokenizer.token_to_id
+    tokens: list[int] = []
+    columns: dict[str, list[int]] = {name: [] for name in ARRAYS[1:]}
+    for row in rows:
+        start = len(tokens)
+        tokens.append(token_id(framing.boq))
+        tokens.extend(
+            token_id(framing.conditions[tag]) for tag in split_condition(row["condition"])
+        )
+        tokens.extend(python_ids(tokenizer, row["instruction"]))
+        tokens.append(token_id(framing.eoq))
+        columns["inst_start"].append(start)
+        columns["inst_len"].append(len(tokens) - start)
+        response_start = len(tokens)
+        tokens.extend(python_ids(tokenizer, row["response"]))
+        tokens.append(token_id(framing.eoa))
+        columns["resp_start"].append(response_start)
+        columns["resp_len"].append(len(tokens) - response_start)
+    arrays = {"tokens": np.array(tokens, dtype="<u4")}
+    arrays.update({name: np.array(values, dtype="<u8") for name, values in columns.items()})
+    return arrays
+
+
+def assert_folder_matches(folder: Path, expected: dict[str, np.ndarray]) -> None:
+    """Each .npy file has numpy's exact bytes for the expected array (dtype, header, data)."""
+    for name, array in expected.items():
+        buffer = io.BytesIO()
+        np.save(buffer, array)
+        assert (folder / f"{name}.npy").read_bytes() == buffer.getvalue(), name
+
+
+def gsm8k_rows(real_raw: Path, split: str, limit: int) -> list[dict]:
+    conditions = ["cot", "", "noisy,cot", "direct", "synth", "cot,noisy,direct,synth"]
+    rows = []
+    with open(real_raw / "gsm8k" / f"{split}.jsonl", encoding="utf-8") as handle:
+        for index, line in enumerate(handle):
+            if index >= limit:
+                break
+            raw = json.loads(line)
+            rows.append(
+                {
+                    "condition": conditions[index % len(conditions)],
+                    "instruction": raw["question"],
+                    "response": raw["answer"],
+                }
+            )
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_parquet(path: Path, rows: list[dict], string_type: pa.DataType | None = None) -> Path:
+    string_type = string_type or pa.string()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([(name, string_type) for name in ("condition", "instruction", "response")])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def encoder(small_tokenizer_path) -> _tokenizer.Encoder:
+    framing = Framing()
+    return _tokenizer.Encoder(
+        str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
+    )
+
+
+@pytest.fixture(scope="module")
+def tricky_rows() -> list[dict]:
+    rows = []
+    for text in TRICKY_TEXTS:
+        rows.append({"condition": "", "instruction": text, "response": text[::-1]})
+        rows.append({"condition": "noisy", "instruction": "", "response": text})
+    rows.append({"condition": "cot", "instruction": "", "response": ""})
+    return rows
+
+
+# --- ids -------------------------------------------------------------------------------------
+
+
+def test_ids_equal_python_tokenizers_on_gsm8k(encoder, small_tokenizer_path, real_raw):
+    # The test split: text the fixture tokenizer was not trained on.
+    texts = [
+        t
+        for row in gsm8k_rows(real_raw, "test", 400)
+        for t in (row["instruction"], row["response"])
+    ]
+    python = python_tokenizer(small_tokenizer_path)
+    assert encoder.encode_texts(texts) == [python_ids(python, text) for text in texts]
+
+
+def test_ids_equal_python_tokenizers_on_tricky_texts(encoder, small_tokenizer_path):
+    python = python_tokenizer(small_tokenizer_path)
+    got = encoder.encode_texts(TRICKY_TEXTS, num_threads=1)
+    assert got == [python_ids(python, text) for text in TRICKY_TEXTS]
+    # Special-token strings inside text are plain text: no framing id appears.
+    specials = set(encoder.framing_ids["conditions"].values())
+    specials |= {encoder.framing_ids[k] for k in ("boq", "eoq", "eoa")}
+    assert not specials & {i for ids in got for i in ids}
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=300), max_size=8)
+)
+def test_ids_equal_python_tokenizers_on_random_unicode(encoder, small_tokenizer_path, texts):
+    python = python_tokenizer(small_tokenizer_path)
+    assert encoder.encode_texts(texts, num_threads=2) == [python_ids(python, t) for t in texts]
+
+
+def test_vocab_size_and_framing_ids(encoder, small_tokenizer_path):
+    python = python_tokenizer(small_tokenizer_path)
+    assert encoder.vocab_size == python.get_vocab_size(with_added_tokens=True) == 2048
+    ids = encoder.framing_ids
+    assert ids["boq"] == python.token_to_id("<|im_start|>")
+    assert ids["eoq"] == python.token_to_id("<|im_end|>")
+    assert ids["eoa"] == python.token_to_id("<|box_end|>")
+    assert ids["conditions"] == {
+        tag: python.token_to_id(t) for tag, t in DEFAULT_CONDITIONS.items()
+    }
+
+
+# --- tokenized folders -------------------------------------------------------------------------
+
+
+def test_jsonl_folder_matches_reference(
+    encoder, small_tokenizer_path, real_raw, tricky_rows, tmp_path
+):
+    rows = gsm8k_rows(real_raw, "train", 300) + tricky_rows
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out" / "in.jsonl"
+    result = encoder.tokenize_file(str(source), str(out), json.dumps({"source_size": 1}))
+    expected = reference_arrays(small_tokenizer_path, rows)
+    assert_folder_matches(out, expected)
+    assert result["rows"] == len(rows)
+    assert result["tokens"] == len(expected["tokens"])
+    texts = sum(len(r[k].encode()) for r in rows for k in ("condition", "instruction", "response"))
+    assert result["text_bytes"] == texts
+    metadata = json.loads((out / "metadata.json").read_text())
+    assert metadata == {
+        "source_size": 1,
+        "rows": len(rows),
+        "tokens": len(expected["tokens"]),
+        "text_bytes": texts,
+    }
+    assert (out / _tokenizer.OWNER_MARKER).is_file()
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*_tokenizer.ARRAY_FILES, "metadata.json", _tokenizer.OWNER_MARKER]
+    )
+    # Nothing but the folder is left next to it.
+    assert [p.name for p in out.parent.iterdir()] == ["in.jsonl"]
+
+
+def test_dtypes_are_u4_and_u8(encoder, tricky_rows, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", tricky_rows)
+    encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}")
+    assert np.load(tmp_path / "out" / "tokens.npy").dtype.str == "<u4"
+    for name in ARRAYS[1:]:
+        assert np.load(tmp_path / "out" / f"{name}.npy").dtype.str == "<u8"
+
+
+def test_empty_condition_has_no_tag_tokens(encoder, tmp_path):
+    rows = [{"condition": "", "instruction": "", "response": ""}]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}")
+    ids = encoder.framing_ids
+    assert np.load(tmp_path / "out" / "tokens.npy").tolist() == [ids["boq"], ids["eoq"], ids["eoa"]]
+    assert np.load(tmp_path / "out" / "inst_len.npy").tolist() == [2]
+    assert np.load(tmp_path / "out" / "resp_len.npy").tolist() == [1]
+
+
+@pytest.mark.parametrize(
+    "string_type",
+    [pa.string(), pa.large_string(), pa.string_view(), pa.dictionary(pa.int32(), pa.string())],
+    ids=["utf8", "large_utf8", "utf8_view", "dictionary"],
+)
+def test_parquet_folder_equals_jsonl_folder(encoder, real_raw, tricky_rows, tmp_path, string_type):
+    rows = gsm8k_rows(real_raw, "train", 100) + tricky_rows
+    jsonl = write_jsonl(tmp_path / "in.jsonl", rows)
+    parquet = write_parquet(tmp_path / "in.parquet", rows, string_type)
+    encoder.tokenize_file(str(jsonl), str(tmp_path / "a"), "{}")
+    # Small batches: several Parquet record batches and several encode batches.
+    encoder.tokenize_file(str(parquet), str(tmp_path / "b"), "{}", batch_rows=7)
+    for name in _tokenizer.ARRAY_FILES:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_batching_and_threads_do_not_change_output(encoder, real_raw, tmp_path):
+    rows = gsm8k_rows(real_raw, "train", 250)
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    settings_ = [(None, _tokenizer.DEFAULT_BATCH_ROWS), (1, 1), (2, 16), (3, 1000)]
+    for index, (threads, batch_rows) in enumerate(settings_):
+        encoder.tokenize_file(
+            str(source),
+            str(tmp_path / f"o{index}"),
+            "{}",
+            num_threads=threads,
+            batch_rows=batch_rows,
+        )
+    for name in _tokenizer.ARRAY_FILES:
+        first = (tmp_path / "o0" / name).read_bytes()
+        assert all((tmp_path / f"o{i}" / name).read_bytes() == first for i in range(1, 4))
+
+
+def test_custom_framing_tokens(small_tokenizer_path, real_raw, tmp_path):
+    framing = Framing(
+        boq="<|fim_prefix|>",
+        eoq="<|fim_middle|>",
+        eoa="<|fim_suffix|>",
+        conditions={"x": "<think>"},
+    )
+    custom = _tokenizer.Encoder(
+        str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
+    )
+    rows = [
+        dict(r, condition="x" if i % 2 else "")
+        for i, r in enumerate(gsm8k_rows(real_raw, "train", 20))
+    ]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    custom.tokenize_file(str(source), str(tmp_path / "out"), "{}")
+    assert_folder_matches(tmp_path / "out", reference_arrays(small_tokenizer_path, rows, framing))
+
+
+def test_replaces_an_existing_folder(encoder, tricky_rows, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.txt").write_text("from an older run")
+    source = write_jsonl(tmp_path / "in.jsonl", tricky_rows)
+    encoder.tokenize_file(str(source), str(out), "{}")
+    assert not (out / "stale.txt").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def test_unknown_tag_names_file_row_and_known_tags(encoder, tmp_path):
+    rows = [{"condition": "cot", "instruction": "a", "response": "b"}] * 2
+    rows.append({"condition": "cot,bogus", "instruction": "a", "response": "b"})
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    with pytest.raises(RowError) as caught:
+        encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}", batch_rows=2)
+    error = caught.value
+    assert (error.path, error.row, error.field) == (str(source), 3, "condition")
+    message = str(error)
+    assert message.startswith(f"{source}: row 3, field 'condition': ")
+    assert "'bogus'" in message or '"bogus"' in message
+    assert "known tags: cot, direct, noisy, synth" in message
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "problem"),
+    [
+        ('{"condition": "", "instruction": null, "response": "b"}', "instruction", "got null"),
+        ('{"condition": "", "instruction": "a"}', "response", "missing"),
+        ('{"condition": 1, "instruction": "a", "response": "b"}', "condition", "got int"),
+        ('{"condition": "", "instruction": "a", "response": ', None, "malformed JSON"),
+    ],
+)
+def test_bad_jsonl_row_names_row_and_field(encoder, tmp_path, line, field, problem):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"condition": "", "instruction": "a", "response": "b"}\n\n' + line + "\n")
+    with pytest.raises(RowError) as caught:
+        encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}")
+    assert (caught.value.row, caught.value.field) == (3, field)
+    assert problem in str(caught.value)
+    assert str(source) in str(caught.value)
+
+
+def test_parquet_null_names_row_and_field(encoder, tmp_path):
+    rows = [{"condition": "", "instruction": "a", "response": "b"}] * 4
+    rows[2] = {"condition": "", "instruction": "a", "response": None}
+    source = write_parquet(tmp_path / "in.parquet", rows)
+    with pytest.raises(RowError) as caught:
+        encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}")
+    assert str(caught.value) == f"{source}: row 3, field 'response': expected a string, got null"
+
+
+def test_parquet_missing_column_names_field(encoder, tmp_path):
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"condition": [""], "instruction": ["a"]}), source)
+    with pytest.raises(RowError, match="field 'response': column missing"):
+        encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}")
+
+
+def test_missing_framing_token_names_it(small_tokenizer_path):
+    with pytest.raises(ValueError, match=r'EOQ token "<\|nope\|>" is not in the tokenizer'):
+        _tokenizer.Encoder(str(small_tokenizer_path), "<|im_start|>", "<|nope|>", "<|box_end|>", {})
+    with pytest.raises(ValueError, match=r"condition 'cot' token \"<\|nada\|>\""):
+        _tokenizer.Encoder(
+            str(small_tokenizer_path),
+            "<|im_start|>",
+            "<|im_end|>",
+            "<|box_end|>",
+            {"cot": "<|nada|>"},
+        )
+
+
+def test_io_errors_are_oserrors(encoder, tmp_path):
+    with pytest.raises(FileNotFoundError, match="absent.jsonl"):
+        encoder.tokenize_file(str(tmp_path / "absent.jsonl"), str(tmp_path / "out"), "{}")
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        _tokenizer.Encoder(str(tmp_path / "nope.json"), "a", "b", "c", {})
+    with pytest.raises(ValueError, match="cannot load the tokenizer"):
+        bad = tmp_path / "bad.json"
+        bad.write_text("{}")
+        _tokenizer.Encoder(str(bad), "a", "b", "c", {})
+    with pytest.raises(ValueError, match="metadata_json must be a JSON object"):
+        encoder.tokenize_file(str(tmp_path / "x.jsonl"), str(tmp_path / "out"), "[1]")
+
+
+def test_gil_is_released_while_encoding(encoder, real_raw):
+    texts = [
+        t
+        for row in gsm8k_rows(real_raw, "train", 3000)
+        for t in (row["instruction"], row["response"])
+    ]
+    started = time.perf_counter()
+    encoder.encode_texts(texts, num_threads=1)
+    alone = time.perf_counter() - started
+
+    worker = threading.Thread(target=encoder.encode_texts, args=(texts,), kwargs={"num_threads": 1})
+    ticks = []
+    worker.start()
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    worker.join()
+    gaps = np.diff(ticks) if len(ticks) > 1 else np.array([alone])
+    # Holding the GIL would stall this loop for the whole call.
+    assert len(ticks) > 10
+    assert gaps.max() < alone / 2
