@@ -194,7 +194,7 @@ def _nli(rng: random.Random, index: int) -> dict:
     }[label]
     inputs = (
         f"With no explanation, label the following with either \"entailment\", \"neutral\" or "
-        f"\"contradiction\".\n{subject} {action}.\n{hypothesis}"
+        f"\"contradiction\".\nPremise — {subject} {action}.\nHypothesis — {hypothesis}"
     )
     # Some targets end in '.', one in '..': data_io removes exactly one.
     targets = label + ("." if turn % 4 == 1 else ".." if turn % 5 == 3 else "")
