@@ -113,7 +113,12 @@ impl JsonlReader {
                 break;
             }
             self.line_number += 1;
-            let line = self.buffer.trim_ascii();
+            let mut line = self.buffer.as_slice();
+            if self.line_number == 1 {
+                // Python's json.loads accepts a UTF-8 byte order mark; so do we.
+                line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+            }
+            let line = line.trim_ascii();
             if line.is_empty() {
                 continue;
             }
@@ -463,6 +468,18 @@ mod tests {
         );
         let rows: Vec<Row> = read_all(&path, 10).unwrap().into_iter().flatten().collect();
         assert_eq!(rows[0].instruction, "new");
+    }
+
+    #[test]
+    fn jsonl_byte_order_mark_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(
+            dir.path(),
+            "bom.jsonl",
+            "\u{feff}{\"condition\":\"\",\"instruction\":\"q\",\"response\":\"a\"}\n",
+        );
+        let rows: Vec<Row> = read_all(&path, 10).unwrap().into_iter().flatten().collect();
+        assert_eq!(rows[0].instruction, "q");
     }
 
     #[test]
