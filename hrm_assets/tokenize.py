@@ -9,9 +9,11 @@ the ownership marker ``.hrm-data``), written atomically by ``hrm_assets._tokeniz
 
 Incremental by content: a folder's ``metadata.json`` records data_io's ``source_mtime`` and
 ``source_size`` plus the source's and the tokenizer's SHA-256, the framing's hash, the code
-version and the resulting data version. A file is skipped only when all of those match, so a
-new tokenizer redoes everything and mtimes alone never decide. Folders whose cleaned file is
-gone are pruned, but only if they carry the marker (folders written by other tools stay).
+version, the resulting data version, ``rows`` and ``tokens``. A file is skipped only when the
+hashes, framing, code version and data version all match and the folder is complete, so a new
+tokenizer redoes everything. Mtimes never decide: a touched but unchanged file is skipped (its
+``source_mtime`` is refreshed). Folders whose cleaned file is gone are pruned, but only if they
+carry the marker (folders written by other tools stay).
 
 Unlike data_io, a bad row fails its file with one message naming file, row and field; the
 command goes on with the other files and then exits non-zero listing the failures.
