@@ -34,6 +34,40 @@ def _step(message: str) -> None:
     print(f"==> {message}", file=sys.stderr, flush=True)
 
 
+def materialize_graph(defs, instance, vocab_size: int = 4096, epochs: int = 10, log=_step) -> bool:
+    """Clean, train, tokenize every registered partition and sample, in that order.
+
+    Each step is a Dagster run recorded in ``instance``; unchanged work is skipped inside the
+    assets, so calling this again redoes only what changed. Returns False on the first failure.
+    """
+    from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+    from hrm_assets.sources import SOURCES
+
+    log("cleaning every source and training the tokenizer")
+    result = defs.resolve_job_def("clean_and_train_tokenizer").execute_in_process(
+        instance=instance,
+        run_config={"ops": {"tokenizer": {"config": {"vocab_size": vocab_size}}}},
+        raise_on_error=False,
+    )
+    if not result.success:
+        return False
+    for name in SOURCES:
+        job = defs.resolve_job_def(f"tokenize_{name}")
+        for key in instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name):
+            log(f"tokenizing {name} / {key}")
+            result = job.execute_in_process(
+                instance=instance, partition_key=key, raise_on_error=False
+            )
+            if not result.success:
+                return False
+    log(f"sampling {epochs} epochs for every training node")
+    sample = defs.resolve_job_def("sample_epochs")
+    run_config = {"ops": {node.name: {"config": {"epochs": epochs}} for node in sample.nodes}}
+    return sample.execute_in_process(
+        instance=instance, run_config=run_config, raise_on_error=False
+    ).success
+
+
 def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) -> int:
     raw_root = _prepare_environment(data_root, raw_root)
     if not raw_root.exists():
@@ -46,40 +80,12 @@ def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) ->
     import dagster as dg
 
     from hrm_assets.definitions import defs
-    from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-    from hrm_assets.sources import SOURCES
-
-    instance = dg.DagsterInstance.get()
-    started = time.monotonic()
-
-    _step("cleaning every source and training the tokenizer")
-    result = defs.resolve_job_def("clean_and_train_tokenizer").execute_in_process(
-        instance=instance,
-        run_config={"ops": {"tokenizer": {"config": {"vocab_size": vocab_size}}}},
-    )
-    if not result.success:
-        return 1
-
-    for name in SOURCES:
-        keys = instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name)
-        job = defs.resolve_job_def(f"tokenize_{name}")
-        for key in keys:
-            _step(f"tokenizing {name} / {key}")
-            if not job.execute_in_process(instance=instance, partition_key=key).success:
-                return 1
-
-    _step(f"sampling {epochs} epochs for every training node")
-    sample_config = {"ops": {}}
-    for job_node in defs.resolve_job_def("sample_epochs").nodes:
-        sample_config["ops"][job_node.name] = {"config": {"epochs": epochs}}
-    result = defs.resolve_job_def("sample_epochs").execute_in_process(
-        instance=instance, run_config=sample_config
-    )
-    if not result.success:
-        return 1
-
     from hrm_assets.training_nodes import load_training_nodes
 
+    started = time.monotonic()
+    if not materialize_graph(defs, dg.DagsterInstance.get(), vocab_size, epochs):
+        print("A step failed: see the log above, or the run in the UI.", file=sys.stderr)
+        return 1
     print(f"\nDone in {time.monotonic() - started:.0f}s.")
     for node in load_training_nodes():
         print(f"Sampled epochs for node {node.name!r}: {node.output_dir(data_root)}")
