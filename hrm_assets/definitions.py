@@ -14,6 +14,7 @@ from hrm_assets.defs.raw.schedules import rebuild_schedule
 from hrm_assets.defs.sampled.assets import SAMPLED_ASSETS
 from hrm_assets.defs.sampled.checks import SAMPLED_CHECKS
 from hrm_assets.defs.sampled.jobs import sample_job
+from hrm_assets.defs.sampled.sensors import sampled_epochs_sensor
 from hrm_assets.defs.tokenized.assets import TOKENIZED_ASSETS
 from hrm_assets.defs.tokenized.checks import TOKENIZED_CHECKS
 from hrm_assets.defs.tokenized.jobs import TOKENIZE_JOBS
@@ -25,7 +26,7 @@ defs = dg.Definitions(
     asset_checks=[*CLEANED_CHECKS, *TOKENIZED_CHECKS, *SAMPLED_CHECKS],
     jobs=[observe_raw_job, clean_job, *TOKENIZE_JOBS.values(), sample_job],
     schedules=[rebuild_schedule],
-    sensors=[cleaned_files_sensor, AUTOMATION_SENSOR],
+    sensors=[cleaned_files_sensor, AUTOMATION_SENSOR, sampled_epochs_sensor],
     resources={"data_paths": DataPaths.from_environment()},
     executor=executor_from_environment(),
 )

@@ -1,22 +1,42 @@
-"""Execution mode: the multiprocess executor on one machine, or Dagster's Celery executor.
+"""Execution mode, and which worker a step runs on.
 
-``HRM_EXECUTOR=celery`` switches to Celery (broker ``HRM_CELERY_BROKER``, default a local
-Redis); nothing else changes. Steps carry their queue in the ``dagster-celery/queue`` tag.
+``HRM_EXECUTOR`` picks the executor: ``multiprocess`` (default, one machine), ``in_process``, or
+``celery``: Dagster's Celery executor, broker ``HRM_CELERY_BROKER`` (default a local Redis),
+results in ``HRM_CELERY_BACKEND`` (default: the broker). Nothing else changes: steps carry
+their queue in the ``dagster-celery/queue`` tag (tokenization on the general queue, each
+training node's sampling on that node's queue), and workers are started with
+``dagster-celery worker start -A dagster_celery.app -q dagster -q <node queue>``.
+
+A worker that serves a training node declares it in ``HRM_WORKER_NODE``; the sampled asset
+refuses to write another node's epochs there (a misrouted queue would otherwise fill the wrong
+machine's RAM disk without an error).
 """
 
 import os
+import socket
+from dataclasses import dataclass
 
 import dagster as dg
 
 EXECUTOR_ENV = "HRM_EXECUTOR"
 BROKER_ENV = "HRM_CELERY_BROKER"
 BACKEND_ENV = "HRM_CELERY_BACKEND"
+WORKER_NODE_ENV = "HRM_WORKER_NODE"
+EXECUTOR_MODES = ("multiprocess", "in_process", "celery")
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 GENERAL_QUEUE = "dagster"
+CELERY_QUEUE_TAG = "dagster-celery/queue"
+
+
+def celery_connection() -> dict[str, str]:
+    """``{"broker": ..., "backend": ...}`` from the environment (the Celery executor's config)."""
+    broker = os.environ.get(BROKER_ENV) or DEFAULT_BROKER
+    return {"broker": broker, "backend": os.environ.get(BACKEND_ENV) or broker}
 
 
 def executor_from_environment() -> dg.ExecutorDefinition:
-    mode = os.environ.get(EXECUTOR_ENV, "multiprocess")
+    """The executor ``HRM_EXECUTOR`` names; ValueError for an unknown mode."""
+    mode = os.environ.get(EXECUTOR_ENV) or "multiprocess"
     if mode == "multiprocess":
         return dg.multiprocess_executor
     if mode == "in_process":
@@ -24,7 +44,42 @@ def executor_from_environment() -> dg.ExecutorDefinition:
     if mode == "celery":
         from dagster_celery import celery_executor
 
-        broker = os.environ.get(BROKER_ENV, DEFAULT_BROKER)
-        backend = os.environ.get(BACKEND_ENV, broker)
-        return celery_executor.configured({"broker": broker, "backend": backend})
-    raise ValueError(f"{EXECUTOR_ENV}={mode!r}: expected multiprocess, in_process or celery")
+        return celery_executor.configured(celery_connection())
+    raise ValueError(f"{EXECUTOR_ENV}={mode!r}: expected one of {', '.join(EXECUTOR_MODES)}")
+
+
+@dataclass(frozen=True)
+class StepWorker:
+    """Where the current step runs.
+
+    ``hostname``: the machine. ``name``: the Celery worker's node name (``node-a@host``, set
+    with ``dagster-celery worker start -n``). ``queue``: the queue the step was delivered on.
+    ``node``: the training node the worker declares (``HRM_WORKER_NODE``). The last three are
+    empty outside a Celery worker or when not declared.
+    """
+
+    hostname: str
+    name: str = ""
+    queue: str = ""
+    node: str = ""
+
+
+def current_step_worker() -> StepWorker:
+    """The worker executing the calling step (works in any executor)."""
+    name = queue = ""
+    try:
+        from celery import current_task
+    except ImportError:  # pragma: no cover - celery is a dependency, but not needed here
+        current_task = None
+    request = getattr(current_task, "request", None) if current_task else None
+    if request is not None and getattr(request, "id", None):
+        name = request.hostname or ""
+        # dagster-celery routes a step to queue Q with routing key "Q.execute_plan".
+        routing_key = (request.delivery_info or {}).get("routing_key") or ""
+        queue = routing_key.rsplit(".", 1)[0] if "." in routing_key else routing_key
+    return StepWorker(
+        hostname=socket.gethostname(),
+        name=name,
+        queue=queue,
+        node=os.environ.get(WORKER_NODE_ENV, ""),
+    )

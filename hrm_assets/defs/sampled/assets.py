@@ -1,20 +1,26 @@
-"""Sampled epochs, one asset per training node (``sampled/<node>``)."""
+"""Sampled epochs, one asset per training node (``sampled/<node>``).
 
-import socket
+Each node's step carries that node's Celery queue, so with ``HRM_EXECUTOR=celery`` the worker
+on the node writes the epochs into its own output path (``/dev/shm/sampled`` on HRM-Text's
+nodes). The materialization records which worker wrote them and the input fingerprint the
+sensor compares against.
+"""
+
 from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets.analytics import category_records, render_report, summary_figures, task_records
 from hrm_assets.defs.common.automation import freshness_policy
+from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
 from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
 from hrm_assets.sampling import make_config, sample_tokenized
 from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 
-CELERY_QUEUE_TAG = "dagster-celery/queue"
 NODE_TAG = "hrm/training-node"
 
 
@@ -43,6 +49,15 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
     def sampled(
         context: dg.AssetExecutionContext, config: SamplingRunConfig, data_paths: DataPaths
     ) -> dg.MaterializeResult:
+        worker = current_step_worker()
+        if worker.node and worker.node != node.name:
+            raise dg.Failure(
+                f"the epochs of training node {node.name!r} (queue {node.queue_name()!r}) reached "
+                f"worker {worker.name or worker.hostname!r}, which serves node {worker.node!r} "
+                f"({WORKER_NODE_ENV}); check the queues its worker serves (-q) against "
+                f"training_nodes.yaml"
+            )
+        fingerprint = current_fingerprint(context.instance, data_paths.prefix_config_path, node)
         output = node.output_dir(data_paths.root)
         sampling_config = make_config(
             tokenized_path=data_paths.tokenized_root,
@@ -71,9 +86,13 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 "categories": table(categories),
                 "tasks": table(task_records(result)),
                 "analytics": dg.MetadataValue.md(render_report(result)),
-                "worker_hostname": socket.gethostname(),
-                "worker_queue": node.queue_name(),
                 "training_node": node.name,
+                "node_queue": node.queue_name(),
+                "worker_hostname": worker.hostname,
+                "worker_name": worker.name,
+                "worker_queue": worker.queue,
+                "worker_node": worker.node,
+                FINGERPRINT_METADATA: fingerprint,
             }
         )
 
