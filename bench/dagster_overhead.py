@@ -231,8 +231,9 @@ def sensor_child(files: int) -> dict:
 
     with AnonPeak() as anon:
         first_seconds, requests = tick()
-        first_added = sum(len(r.partition_keys) for r in requests
-                          if isinstance(r, dg.AddDynamicPartitionsRequest))
+        first_added = sum(
+            len(r.partition_keys) for r in requests if isinstance(r, dg.AddDynamicPartitionsRequest)
+        )
         started = time.perf_counter()
         for request in requests:  # what the daemon does with the tick's result
             instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
@@ -320,15 +321,22 @@ class DagsterOverheadResult:
     @property
     def sane(self) -> bool:
         """Every no-op partition skipped, every file registered once, steady ticks empty."""
-        return (all(p.all_skipped for p in self.rebuild)
-                and all(p.first_tick_added == p.files == p.scanned and p.steady_tick_requests == 0
-                        for p in self.sensor))
+        return all(p.all_skipped for p in self.rebuild) and all(
+            p.first_tick_added == p.files == p.scanned and p.steady_tick_requests == 0
+            for p in self.sensor
+        )
 
     def as_dict(self) -> dict:
         return {
-            "rebuild": [{**asdict(p), "rebuild_seconds": p.rebuild_seconds,
-                         "extrapolated": p.extrapolated, "dagster_share": p.dagster_share}
-                        for p in self.rebuild],
+            "rebuild": [
+                {
+                    **asdict(p),
+                    "rebuild_seconds": p.rebuild_seconds,
+                    "extrapolated": p.extrapolated,
+                    "dagster_share": p.dagster_share,
+                }
+                for p in self.rebuild
+            ],
             "sensor": [{**asdict(p), "steady_seconds": p.steady_seconds} for p in self.sensor],
             "sane": self.sane,
         }
@@ -366,12 +374,14 @@ class DagsterOverheadResult:
     def table(self) -> str:
         parts = []
         if self.rebuild:
-            parts.append("No-op rebuild of tokenized/flan (per partition, means):\n\n"
-                         + self.rebuild_table())
+            parts.append(
+                "No-op rebuild of tokenized/flan (per partition, means):\n\n" + self.rebuild_table()
+            )
         if self.sensor:
             parts.append("cleaned_files_sensor tick:\n\n" + self.sensor_table())
-        parts.append(f"- every no-op run skipped, every file registered once: "
-                     f"{'yes' if self.sane else 'NO'}")
+        parts.append(
+            f"- every no-op run skipped, every file registered once: {'yes' if self.sane else 'NO'}"
+        )
         return "\n\n".join(parts)
 
 
@@ -414,8 +424,9 @@ def run_dagster_overhead_benchmark(
             prepare_home(point / "home")
             if log:
                 log(f"dagster: {count:,} partitions, {min(sample, count)} runs twice")
-            figures = run_child("bench.dagster_overhead", ["rebuild", count, sample],
-                                _child_environment(point))
+            figures = run_child(
+                "bench.dagster_overhead", ["rebuild", count, sample], _child_environment(point)
+            )
             result.rebuild.append(RebuildPoint(**figures))
             shutil.rmtree(point)
         for count in sorted(set(sensor_files)):
@@ -424,8 +435,9 @@ def run_dagster_overhead_benchmark(
                 log(f"dagster: sensor tick over {count:,} cleaned files")
             write_sensor_files(point / "data" / "cleaned", count)
             prepare_home(point / "home")
-            figures = run_child("bench.dagster_overhead", ["sensor", count],
-                                _child_environment(point))
+            figures = run_child(
+                "bench.dagster_overhead", ["sensor", count], _child_environment(point)
+            )
             result.sensor.append(SensorPoint(**figures))
             shutil.rmtree(point)
     return result
@@ -446,18 +458,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"unknown child {kind!r}")
         print(json.dumps(figures))
         return 0
-    parser = argparse.ArgumentParser(prog="python -m bench.dagster_overhead",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.dagster_overhead", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--partitions", type=int, nargs="*", default=list(DEFAULT_PARTITIONS))
-    parser.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
-                        help="runs measured per partition count (all of them: no extrapolation)")
-    parser.add_argument("--sensor-files", type=int, nargs="*",
-                        default=list(DEFAULT_SENSOR_FILES))
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=DEFAULT_SAMPLE,
+        help="runs measured per partition count (all of them: no extrapolation)",
+    )
+    parser.add_argument("--sensor-files", type=int, nargs="*", default=list(DEFAULT_SENSOR_FILES))
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     result = run_dagster_overhead_benchmark(
-        args.partitions, args.sample, args.sensor_files, args.work_dir,
+        args.partitions,
+        args.sample,
+        args.sensor_files,
+        args.work_dir,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())

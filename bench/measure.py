@@ -94,7 +94,11 @@ def run_child(module: str, args: Sequence[str], extra_env: dict[str, str] | None
     """
     command = [sys.executable, "-m", module, "--child", *map(str, args)]
     done = subprocess.run(
-        command, env=child_env(extra_env), cwd=REPO_ROOT, capture_output=True, text=True,
+        command,
+        env=child_env(extra_env),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
         check=False,
     )
     if done.returncode != 0:
@@ -102,4 +106,3 @@ def run_child(module: str, args: Sequence[str], extra_env: dict[str, str] | None
             f"{' '.join(command[2:])} failed ({done.returncode}):\n{done.stderr[-4000:]}"
         )
     return json.loads(done.stdout.strip().splitlines()[-1])
-

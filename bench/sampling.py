@@ -142,8 +142,12 @@ def write_synthetic_corpus(
         folder.mkdir()
         total = int(lengths.sum())
         np.save(folder / "tokens.npy", rng.integers(0, vocab_size, total, dtype=np.uint32))
-        spans = {"inst_start": starts[0::2], "inst_len": inst,
-                 "resp_start": starts[1::2], "resp_len": resp}
+        spans = {
+            "inst_start": starts[0::2],
+            "inst_len": inst,
+            "resp_start": starts[1::2],
+            "resp_len": resp,
+        }
         for name, values in spans.items():
             np.save(folder / f"{name}.npy", values.astype("<u8"))
     rules = load_prefix_rules(rules_path)
@@ -156,8 +160,10 @@ def write_synthetic_corpus(
         kept_rows += len(kept)
         epoch_rows += rows_per_epoch(rule, len(kept))
     if epoch_rows > kept_rows:
-        raise ValueError(f"epoch of {epoch_rows} rows exceeds the {kept_rows} kept rows; "
-                         "data_io's algorithm would crash")
+        raise ValueError(
+            f"epoch of {epoch_rows} rows exceeds the {kept_rows} kept rows; "
+            "data_io's algorithm would crash"
+        )
     return Corpus(
         root=root,
         rules_path=rules_path,
@@ -287,13 +293,15 @@ def sample_like_data_io(
         if not folder.is_dir():
             continue
         rule = _data_io_rule(folder.name, rules)
-        tasks.append(_DataIoTask(
-            name=folder.name,
-            columns={name: np.load(folder / f"{name}.npy") for name in SPAN_FIELDS},
-            max_per_file=rule.get("max_per_file"),
-            long_context=rule.get("long_context", "truncate"),
-            repeat=rule.get("repeat", 1),
-        ))
+        tasks.append(
+            _DataIoTask(
+                name=folder.name,
+                columns={name: np.load(folder / f"{name}.npy") for name in SPAN_FIELDS},
+                max_per_file=rule.get("max_per_file"),
+                long_context=rule.get("long_context", "truncate"),
+                repeat=rule.get("repeat", 1),
+            )
+        )
     output.mkdir(parents=True, exist_ok=True)
     _data_io_concatenate(tokenized, output, tasks, _data_io_dtype(info.get("vocab_size")))
     for task in tasks:
@@ -334,8 +342,9 @@ def sample_like_data_io(
         folder.mkdir(parents=True, exist_ok=True)
         for name in SPAN_FIELDS:
             np.save(folder / f"{name}.npy", epoch[name][shuffle])
-    meta = _DataIoMeta(tokenizer_info=info, max_seq_len=context_size,
-                total_length=int(round(token_total / epochs)))
+    meta = _DataIoMeta(
+        tokenizer_info=info, max_seq_len=context_size, total_length=int(round(token_total / epochs))
+    )
     (output / "metadata.json").write_text(meta.model_dump_json())
     return _data_io_report(tasks)
 
@@ -351,8 +360,9 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _copy_into_npy(path: Path, sources: list[np.ndarray], offsets: list[int], dtype: np.dtype,
-                   workers: int) -> None:
+def _copy_into_npy(
+    path: Path, sources: list[np.ndarray], offsets: list[int], dtype: np.dtype, workers: int
+) -> None:
     target = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(offsets[-1],))
     slices = [target[start:stop] for start, stop in zip(offsets, offsets[1:], strict=False)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -363,8 +373,9 @@ def _copy_into_npy(path: Path, sources: list[np.ndarray], offsets: list[int], dt
     _fsync(path)
 
 
-def copy_bound(tokenized: Path, output: Path, epoch_rows: int, epochs: int = EPOCHS,
-               workers: int | None = None) -> int:
+def copy_bound(
+    tokenized: Path, output: Path, epoch_rows: int, epochs: int = EPOCHS, workers: int | None = None
+) -> int:
     """Move the bytes a sample consists of and nothing else; returns the bytes written.
 
     Each task's ``tokens.npy`` is cast into its slice of one output ``.npy`` (a thread per
@@ -373,8 +384,9 @@ def copy_bound(tokenized: Path, output: Path, epoch_rows: int, epochs: int = EPO
     """
     tokenized, output = Path(tokenized), Path(output)
     dtype = token_dtype(load_tokenizer_info(tokenized).get("vocab_size"))
-    sources = [np.load(p / "tokens.npy", mmap_mode="r")
-               for p in sorted(tokenized.iterdir()) if p.is_dir()]
+    sources = [
+        np.load(p / "tokens.npy", mmap_mode="r") for p in sorted(tokenized.iterdir()) if p.is_dir()
+    ]
     offsets = np.cumsum([0] + [len(s) for s in sources]).tolist()
     output.mkdir(parents=True)
     _copy_into_npy(output / "tokens.npy", sources, offsets, dtype, workers or os.cpu_count() or 1)
@@ -394,14 +406,21 @@ def copy_bound(tokenized: Path, output: Path, epoch_rows: int, epochs: int = EPO
 
 def sample_with_ours(tokenized: Path, output: Path, rules_path: Path) -> int:
     """Our sampler with data_io's defaults; returns the sampled epoch's rows."""
-    config = make_config(tokenized_path=tokenized, output_path=output,
-                         prefix_config_path=rules_path, seed=SEED, epochs=EPOCHS,
-                         context_size=CONTEXT_SIZE, min_resp_length=MIN_RESP_LENGTH)
+    config = make_config(
+        tokenized_path=tokenized,
+        output_path=output,
+        prefix_config_path=rules_path,
+        seed=SEED,
+        epochs=EPOCHS,
+        context_size=CONTEXT_SIZE,
+        min_resp_length=MIN_RESP_LENGTH,
+    )
     return sample_tokenized(config).epoch_rows[0]
 
 
-def run_child_method(method: str, corpus_root: Path, output: Path, rules_path: Path,
-                     epoch_rows: int) -> dict:
+def run_child_method(
+    method: str, corpus_root: Path, output: Path, rules_path: Path, epoch_rows: int
+) -> dict:
     """One measured run of ``method`` in this process."""
     if method == "ours":
         return measured(lambda: sample_with_ours(corpus_root, output, rules_path))
@@ -467,8 +486,13 @@ class SamplingBenchResult:
     @property
     def meets_target(self) -> bool:
         within, speedup = self.within_bound, self.speedup_vs_data_io
-        return (within is not None and within <= WITHIN_BOUND_TARGET
-                and speedup is not None and speedup > 1 and self.outputs_identical is True)
+        return (
+            within is not None
+            and within <= WITHIN_BOUND_TARGET
+            and speedup is not None
+            and speedup > 1
+            and self.outputs_identical is True
+        )
 
     def as_dict(self) -> dict:
         return {
@@ -505,15 +529,21 @@ class SamplingBenchResult:
                 )
         lines.append("")
         if self.within_bound is not None:
-            lines.append(f"- ours / copy bound at {self.largest.tokens:,} tokens: "
-                         f"{self.within_bound:.2f}x (target <= {WITHIN_BOUND_TARGET:g}x)")
+            lines.append(
+                f"- ours / copy bound at {self.largest.tokens:,} tokens: "
+                f"{self.within_bound:.2f}x (target <= {WITHIN_BOUND_TARGET:g}x)"
+            )
         if self.speedup_vs_data_io is not None:
-            lines.append(f"- data_io / ours at {self.largest.tokens:,} tokens: "
-                         f"{self.speedup_vs_data_io:.2f}x (target > 1)")
+            lines.append(
+                f"- data_io / ours at {self.largest.tokens:,} tokens: "
+                f"{self.speedup_vs_data_io:.2f}x (target > 1)"
+            )
         if self.outputs_identical is not None:
             same = "yes" if self.outputs_identical else "NO"
-            lines.append(f"- every file data_io writes, ours writes with the same bytes, at "
-                         f"every size: {same}")
+            lines.append(
+                f"- every file data_io writes, ours writes with the same bytes, at "
+                f"every size: {same}"
+            )
             extra = sorted({name for size in self.sizes for name in size.extra_files})
             if extra:
                 lines.append(f"- written by ours only: {', '.join(extra)}")
@@ -549,8 +579,9 @@ def _work_folder(work_dir: Path | None, needed_bytes: int) -> Iterator[Path]:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
         yield Path(work_dir)
         return
-    with tempfile.TemporaryDirectory(prefix="bench-sampling-",
-                                     dir=default_work_parent(needed_bytes)) as temp:
+    with tempfile.TemporaryDirectory(
+        prefix="bench-sampling-", dir=default_work_parent(needed_bytes)
+    ) as temp:
         yield Path(temp)
 
 
@@ -599,8 +630,11 @@ def run_sampling_benchmark(
                 log(f"sampling: writing a corpus of about {size:,} tokens")
             corpus = write_synthetic_corpus(folder, size, tasks)
             figures = SizeFigures(
-                tokens=corpus.tokens, tasks=corpus.tasks, rows=corpus.rows,
-                epoch_rows=corpus.epoch_rows, bytes_moved=corpus.token_bytes + corpus.index_bytes,
+                tokens=corpus.tokens,
+                tasks=corpus.tasks,
+                rows=corpus.rows,
+                epoch_rows=corpus.epoch_rows,
+                bytes_moved=corpus.token_bytes + corpus.index_bytes,
             )
             digests: dict[str, dict[str, str]] = {}
             for repeat in range(repeats):
@@ -608,13 +642,17 @@ def run_sampling_benchmark(
                     output = folder / f"out-{method}"
                     if log:
                         log(f"sampling: {corpus.tokens:,} tokens, {method}, run {repeat + 1}")
-                    child = run_child("bench.sampling", [method, corpus.root, output,
-                                                         corpus.rules_path, corpus.epoch_rows])
+                    child = run_child(
+                        "bench.sampling",
+                        [method, corpus.root, output, corpus.rules_path, corpus.epoch_rows],
+                    )
                     figures.all_seconds.setdefault(method, []).append(child["seconds"])
                     figures.peak_rss_bytes[method] = max(
-                        figures.peak_rss_bytes.get(method, 0), child["peak_rss_bytes"])
+                        figures.peak_rss_bytes.get(method, 0), child["peak_rss_bytes"]
+                    )
                     figures.peak_anon_bytes[method] = max(
-                        figures.peak_anon_bytes.get(method, 0), child["peak_anon_bytes"])
+                        figures.peak_anon_bytes.get(method, 0), child["peak_anon_bytes"]
+                    )
                     if method != "bound" and repeat == 0:
                         digests[method] = tree_sha256(output)
                     shutil.rmtree(output)
@@ -635,21 +673,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child"]:
         method, corpus_root, output, rules_path, epoch_rows = argv[1:6]
-        figures = run_child_method(method, Path(corpus_root), Path(output), Path(rules_path),
-                                   int(epoch_rows))
+        figures = run_child_method(
+            method, Path(corpus_root), Path(output), Path(rules_path), int(epoch_rows)
+        )
         print(json.dumps(figures))
         return 0
-    parser = argparse.ArgumentParser(prog="python -m bench.sampling",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", type=int, nargs="+", default=list(DEFAULT_TOKENS),
-                        help="corpus sizes in tokens (one scale-curve point each)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.sampling", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--tokens",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_TOKENS),
+        help="corpus sizes in tokens (one scale-curve point each)",
+    )
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument("--tasks", type=int, default=TASKS)
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     result = run_sampling_benchmark(
-        args.tokens, args.repeats, work_dir=args.work_dir, tasks=args.tasks,
+        args.tokens,
+        args.repeats,
+        work_dir=args.work_dir,
+        tasks=args.tasks,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
