@@ -2,14 +2,21 @@
 //! `.tmp-<name>.<pid>.<unique>` (arrays, `metadata.json`, the ownership marker), which is then
 //! renamed into place. A reader sees the old complete folder or the new one, never a mix; a
 //! crash leaves only a `.tmp-` sibling (the same convention as Python's `hrm_assets.atomic`).
+//!
+//! The staged folder also gets `manifest.json` (size and SHA-256 of each array, the format of
+//! Python's `hrm_assets.manifest`) before the rename, so a folder in place always carries the
+//! fingerprint of its own bytes.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{Map, Value};
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
 use crate::error::{Error, IoContext, Result};
@@ -19,6 +26,10 @@ pub const TMP_PREFIX: &str = ".tmp-";
 /// Present in every folder this tool writes; only such folders are ever pruned.
 pub const OWNER_MARKER: &str = ".hrm-data";
 pub const METADATA_FILE: &str = "metadata.json";
+/// Size and SHA-256 of every array of the folder (see `manifest_json`).
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// The `format` field of `manifest.json`; Python's `hrm_assets.manifest.MANIFEST_FORMAT`.
+pub const MANIFEST_FORMAT: &str = "hrm-data-manifest/1";
 pub const ARRAY_FILES: [&str; 5] = [
     "tokens.npy",
     "inst_start.npy",
@@ -175,11 +186,49 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     file.sync_all().at(path)
 }
 
+/// Size and lowercase hex SHA-256 of a file's bytes, read in 1 MiB chunks.
+pub fn file_digest(path: &Path) -> Result<(u64, String)> {
+    let mut file = File::open(path).at(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let read = file.read(&mut buffer).at(path)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        size += read as u64;
+    }
+    let hex = hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    Ok((size, hex))
+}
+
+/// The bytes of `manifest.json` for the files `names` of `dir` (hashed in parallel on the
+/// current rayon pool): `{"files":{name:{"sha256":hex,"size":n}},"format":...}`, compact with
+/// sorted keys, so the same arrays always give the same manifest.
+pub fn manifest_json(dir: &Path, names: &[&str]) -> Result<Vec<u8>> {
+    let digests = names
+        .par_iter()
+        .map(|name| file_digest(&dir.join(name)).map(|digest| (name.to_string(), digest)))
+        .collect::<Result<Vec<_>>>()?;
+    let files: BTreeMap<String, Value> = digests
+        .into_iter()
+        .map(|(name, (size, sha256))| (name, json!({"sha256": sha256, "size": size})))
+        .collect();
+    let manifest = json!({"files": files, "format": MANIFEST_FORMAT});
+    Ok(serde_json::to_vec(&manifest).expect("a JSON map always serialises"))
+}
+
 /// Tokenize `input` into the folder `target` (replaced atomically), on the current rayon pool.
 ///
 /// `metadata` is written as `metadata.json` (compact, keys sorted) after gaining `rows`,
-/// `tokens` and `text_bytes` (UTF-8 bytes of the rows' text). The folder also gets the
-/// ownership marker.
+/// `tokens` and `text_bytes` (UTF-8 bytes of the rows' text). The folder also gets
+/// `manifest.json` (computed from the arrays as written) and the ownership marker.
 /// On error nothing at `target` changes.
 pub fn tokenize_to_folder(
     encoder: &Encoder,
@@ -197,6 +246,8 @@ pub fn tokenize_to_folder(
     metadata.insert("text_bytes".into(), stats.text_bytes.into());
     let json = serde_json::to_vec(&Value::Object(metadata)).expect("a JSON map always serialises");
     write_synced(&staged.path().join(METADATA_FILE), &json)?;
+    let manifest = manifest_json(staged.path(), &ARRAY_FILES)?;
+    write_synced(&staged.path().join(MANIFEST_FILE), &manifest)?;
     write_synced(&staged.path().join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
     staged.commit()?;
     Ok(stats)
@@ -271,7 +322,11 @@ mod tests {
         assert_eq!((stats.rows, stats.tokens), (2, 10));
 
         let mut expected: Vec<String> = ARRAY_FILES.iter().map(|s| s.to_string()).collect();
-        expected.extend([OWNER_MARKER.to_string(), METADATA_FILE.to_string()]);
+        expected.extend([
+            OWNER_MARKER.to_string(),
+            METADATA_FILE.to_string(),
+            MANIFEST_FILE.to_string(),
+        ]);
         expected.sort();
         assert_eq!(entries(&target), expected);
         assert_eq!(entries(root.path().join("out").as_path()), ["in.jsonl"]);
@@ -284,6 +339,42 @@ mod tests {
         assert_eq!(
             meta,
             r#"{"rows":2,"source_size":7,"text_bytes":15,"tokens":10}"#
+        );
+
+        let manifest: Value =
+            serde_json::from_slice(&fs::read(target.join(MANIFEST_FILE)).unwrap()).unwrap();
+        assert_eq!(manifest["format"], MANIFEST_FORMAT);
+        let files = manifest["files"].as_object().unwrap();
+        assert_eq!(files.len(), ARRAY_FILES.len());
+        for name in ARRAY_FILES {
+            let bytes = fs::read(target.join(name)).unwrap();
+            let sha256: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            assert_eq!(files[name]["size"], bytes.len() as u64, "{name}");
+            assert_eq!(files[name]["sha256"], sha256, "{name}");
+        }
+    }
+
+    #[test]
+    fn digest_of_known_bytes() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("abc");
+        fs::write(&path, b"abc").unwrap();
+        let (size, hex) = file_digest(&path).unwrap();
+        assert_eq!(size, 3);
+        // FIPS 180-2 test vector.
+        assert_eq!(
+            hex,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let manifest = manifest_json(root.path(), &["abc"]).unwrap();
+        assert_eq!(
+            String::from_utf8(manifest).unwrap(),
+            format!(
+                r#"{{"files":{{"abc":{{"sha256":"{hex}","size":3}}}},"format":"{MANIFEST_FORMAT}"}}"#
+            )
         );
     }
 

@@ -17,7 +17,9 @@ use pyo3::types::PyDict;
 use crate::encode::{thread_pool, Encoder as CoreEncoder, DEFAULT_BATCH_ROWS};
 use crate::error::Error;
 use crate::framing::FramingSpec;
-use crate::output::{tokenize_to_folder, ARRAY_FILES, METADATA_FILE, OWNER_MARKER};
+use crate::output::{
+    tokenize_to_folder, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, OWNER_MARKER,
+};
 
 fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
     let message = err.to_string();
@@ -116,7 +118,7 @@ impl Encoder {
     /// Tokenize one cleaned file into the folder `output_dir`, replacing it atomically.
     ///
     /// `metadata_json` is a JSON object written as the folder's `metadata.json`, with `rows`,
-    /// `tokens` and `text_bytes` added. Returns `{"rows", "tokens", "text_bytes", "seconds"}`.
+    /// `tokens` and `text_bytes` added; `manifest.json` records each array's size and SHA-256. Returns `{"rows", "tokens", "text_bytes", "seconds"}`.
     #[pyo3(signature = (input_path, output_dir, metadata_json, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS))]
     fn tokenize_file<'py>(
         &self,
@@ -155,6 +157,8 @@ fn _tokenizer(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
     module.add("OWNER_MARKER", OWNER_MARKER)?;
     module.add("METADATA_FILE", METADATA_FILE)?;
+    module.add("MANIFEST_FILE", MANIFEST_FILE)?;
+    module.add("MANIFEST_FORMAT", MANIFEST_FORMAT)?;
     module.add("ARRAY_FILES", ARRAY_FILES.to_vec())?;
     module.add("DEFAULT_BATCH_ROWS", DEFAULT_BATCH_ROWS)?;
     Ok(())
