@@ -131,6 +131,10 @@ impl JsonlReader {
 }
 
 fn parse_json_row(line: &[u8], path: &Path, number: u64) -> Result<Row> {
+    if line.first() != Some(&b'{') {
+        // serde reads a struct from a JSON array too (`["cot","q","a"]`); a row is an object.
+        return diagnose_json_row(line, path, number);
+    }
     match serde_json::from_slice::<JsonRow>(line) {
         Ok(row) => Ok(Row {
             number,
@@ -437,6 +441,11 @@ mod tests {
                 "row 2, field 'instruction': expected a string, got list",
             ),
             ("[1, 2]", "row 2: expected a JSON object, got list"),
+            (
+                "[\"\", \"q\", \"a\"]",
+                "row 2: expected a JSON object, got list",
+            ),
+            ("\"text\"", "row 2: expected a JSON object, got str"),
             ("{\"condition\": \"", "row 2: malformed JSON"),
         ];
         for (line, expected) in cases {
