@@ -7,6 +7,10 @@ FORMAT_VERSION: str
 OWNER_MARKER: str
 """File name present in every tokenized folder this module writes (``.hrm-data``)."""
 METADATA_FILE: str
+MANIFEST_FILE: str
+"""``manifest.json``: size and SHA-256 of every array of a tokenized folder."""
+MANIFEST_FORMAT: str
+"""The manifest's ``format`` field (``hrm-data-manifest/1``; see ``hrm_assets.manifest``)."""
 ARRAY_FILES: list[str]
 DEFAULT_BATCH_ROWS: int
 
@@ -48,8 +52,8 @@ class Encoder:
 
         Writes ``tokens.npy`` (``<u4``), ``inst_start/inst_len/resp_start/resp_len.npy``
         (``<u8``), ``metadata.json`` (``metadata_json``, a JSON object, plus ``rows``,
-        ``tokens``, ``text_bytes``) and the ownership marker into a ``.tmp-`` sibling, then
-        renames it into place. Encodes on ``num_threads`` threads (default: one per core)
+        ``tokens``, ``text_bytes``), ``manifest.json`` (size and SHA-256 of each array) and the
+        ownership marker into a ``.tmp-`` sibling, then renames it into place. Encodes on ``num_threads`` threads (default: one per core)
         without holding the GIL, in batches of ``batch_rows`` rows.
 
         Returns ``{"rows", "tokens", "text_bytes", "seconds"}``. Raises

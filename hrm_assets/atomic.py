@@ -1,20 +1,38 @@
-"""Atomic outputs: write to a temporary sibling, then rename into place.
+"""Atomic outputs: write to a temporary sibling, then rename into place; one writer at a time.
 
 A reader (or the next run after a crash) sees either the old complete output or the new
 complete output, never a half-written one. Temporary siblings start with ``.tmp-`` so they are
 easy to recognise and clean up.
+
+Leftovers of killed writers (docs/RELIABILITY.md, "stale temporaries"):
+
+- Every writer of an output holds its lock (:func:`exclusive_lock` on :func:`lock_path_for`),
+  so a writer that holds it knows that the output's own leftovers (:func:`leftovers_of`: the
+  exact names this module and the Rust writer give staged and retired copies) belong to writers
+  that died, and removes them (:func:`remove_leftovers`). This is how every run cleans up after
+  a crash of the previous run on the same output, on any host that shares the lock.
+- :func:`remove_stale_temporaries` sweeps any ``.tmp-*`` entry of a folder this project owns
+  (the tokenized root) whose newest write is older than a threshold (default one day), for
+  outputs that no later run touches. Process ids in names are not trusted: on a shared
+  filesystem the writer may be alive on another host, and ids are reused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
+LOCK_SUFFIX = ".lock"
+# A leftover with no write for this long belongs to no live writer (default of the sweep).
+STALE_AFTER_SECONDS = 24 * 3600.0
 
 
 def _fsync_dir(path: Path) -> None:
@@ -85,16 +103,125 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         raise
 
 
-def remove_stale_temporaries(directory: Path) -> list[Path]:
-    """Delete ``.tmp-*`` leftovers of crashed runs directly under ``directory``."""
+def lock_path_for(target: Path) -> Path:
+    """The lock file of an output: ``.<name>.lock`` beside it (hidden, so never a task)."""
+    target = Path(target)
+    return target.parent / f".{target.name}{LOCK_SUFFIX}"
+
+
+@contextlib.contextmanager
+def exclusive_lock(
+    lock_path: Path, *, wait: bool = True, on_wait: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` (created if needed) for the block.
+
+    With ``wait`` the call blocks until the lock is free (``on_wait`` is called first, e.g. to
+    log); without, it raises ``BlockingIOError`` at once. The holder deletes the file before
+    releasing it, so lock files do not pile up; a waiter that then wins the deleted file's lock
+    sees that the path no longer names it and starts over. A holder killed by a signal leaves
+    the file, and the kernel releases the lock: the next holder reuses and deletes it.
+    """
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    raise
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _names_same_file(lock_path, fd):
+                continue  # the previous holder deleted it after we opened it
+            try:
+                yield
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock_path)
+            return
+        finally:
+            os.close(fd)
+
+
+def _names_same_file(path: Path, fd: int) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _leftover_pattern(name: str) -> re.Pattern[str]:
+    # The exact temporary names of `name`'s writers, so that no other output's leftovers match:
+    #   .tmp-<name>.<random, no dot>          atomic_file / atomic_directory (tempfile)
+    #   .tmp-retired-<name>-<pid>             replace_directory
+    #   .tmp-<name>.<pid>.<nanos>.<count>     Rust StagedDir (also .tmp-retired-<name>.<...>)
+    escaped = re.escape(name)
+    return re.compile(
+        rf"{re.escape(TMP_PREFIX)}(?:{escaped}\.[a-z0-9_]+|retired-{escaped}-\d+"
+        rf"|(?:retired-)?{escaped}\.\d+\.\d+\.\d+)"
+    )
+
+
+def leftovers_of(target: Path) -> list[Path]:
+    """The ``.tmp-`` siblings that writes of ``target`` left behind (sorted)."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    pattern = _leftover_pattern(target.name)
+    return sorted(entry for entry in target.parent.iterdir() if pattern.fullmatch(entry.name))
+
+
+def _remove_entry(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
+
+
+def remove_leftovers(target: Path) -> list[Path]:
+    """Delete :func:`leftovers_of` ``target``; call it only while holding ``target``'s lock."""
+    removed = leftovers_of(target)
+    for entry in removed:
+        _remove_entry(entry)
+    return removed
+
+
+def last_write_time(entry: Path) -> float:
+    """The newest mtime of ``entry`` and, for a folder, of everything in it."""
+    newest = entry.lstat().st_mtime
+    if entry.is_dir() and not entry.is_symlink():
+        for path in entry.rglob("*"):
+            with contextlib.suppress(FileNotFoundError):
+                newest = max(newest, path.lstat().st_mtime)
+    return newest
+
+
+def remove_stale_temporaries(
+    directory: Path, older_than: float = STALE_AFTER_SECONDS, now: float | None = None
+) -> list[Path]:
+    """Delete ``.tmp-*`` entries directly under ``directory`` not written for ``older_than``
+    seconds (a live writer keeps writing its staged files); return what was removed.
+
+    Only for folders this project owns: the prefix is its convention.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    now = time.time() if now is None else now
     removed = []
-    if not Path(directory).is_dir():
-        return removed
-    for entry in Path(directory).iterdir():
-        if entry.name.startswith(TMP_PREFIX):
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+    for entry in sorted(directory.iterdir()):
+        if not entry.name.startswith(TMP_PREFIX):
+            continue
+        try:
+            idle = now - last_write_time(entry)
+        except FileNotFoundError:
+            continue  # its writer finished (renamed it) meanwhile
+        if idle > older_than:
+            _remove_entry(entry)
             removed.append(entry)
     return removed

@@ -17,6 +17,14 @@ carry the marker (folders written by other tools stay).
 
 Unlike data_io, a bad row fails its file with one message naming file, row and field; the
 command goes on with the other files and then exits non-zero listing the failures.
+
+One writer per folder: deciding, writing and pruning a folder happen under its lock
+``OUT/.<safe name>.lock`` (``hrm_assets.atomic.exclusive_lock``), so two runs on the same
+output are serialized (the second one then finds the folder current and skips it). The lock
+holder removes what killed writers of that folder left behind (``.tmp-`` copies); the command
+also sweeps ``.tmp-`` entries of ``OUT`` idle for a day. Every folder carries ``manifest.json``
+(sizes and SHA-256 of its arrays, written by the Rust writer before the rename); a folder is
+reused only if its manifest is there and every array has the recorded size.
 """
 
 from __future__ import annotations
@@ -34,7 +42,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hrm_assets import _tokenizer
-from hrm_assets.atomic import TMP_PREFIX, atomic_write_text
+from hrm_assets.atomic import (
+    TMP_PREFIX,
+    atomic_write_text,
+    exclusive_lock,
+    lock_path_for,
+    remove_leftovers,
+    remove_stale_temporaries,
+)
 from hrm_assets.framing import (
     DEFAULT_BOQ,
     DEFAULT_EOA,
@@ -45,6 +60,7 @@ from hrm_assets.framing import (
 )
 from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.layout import CleanedFile, scan_cleaned_files
+from hrm_assets.manifest import read_manifest, sizes_match
 
 CODE_VERSION = f"hrm-tokenize/{_tokenizer.FORMAT_VERSION}"
 TOKENIZER_INFO_FILE = "tokenizer_info.json"
@@ -181,6 +197,9 @@ def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
         return None
     if not all((folder / name).is_file() for name in ARRAY_FILES):
         return None
+    # Complete means as written: a manifest listing exactly the arrays, each of its size.
+    if not sizes_match(folder) or sorted(read_manifest(folder)["files"]) != sorted(ARRAY_FILES):
+        return None
     return metadata
 
 
@@ -194,12 +213,25 @@ def tokenize_file(
     """Tokenize one cleaned file into ``out_root/<safe name>/``, unless it is already current.
 
     ``tokenizer`` is a ``TokenizerSetup`` or a tokenizer path (then ``framing`` defaults to
-    data_io's). Raises ``hrm_assets.rows.RowError`` for a bad row (naming file, row and field),
+    data_io's). Waits while another process holds the folder's lock.
+
+    Raises ``hrm_assets.rows.RowError`` for a bad row (naming file, row and field),
     ``ValueError`` for an unreadable file or a framing token missing from the vocabulary, and
     ``OSError`` for IO failures; the folder is then left as it was.
     """
     setup = _as_setup(tokenizer, framing)
     folder = Path(out_root) / cleaned.safe_name
+    with exclusive_lock(lock_path_for(folder)):
+        # Whoever wrote these leftovers held this lock, so they are dead.
+        remove_leftovers(folder)
+        if folder.is_dir():
+            remove_leftovers(folder / METADATA_FILE)
+        return _tokenize_locked(cleaned, folder, setup, threads)
+
+
+def _tokenize_locked(
+    cleaned: CleanedFile, folder: Path, setup: TokenizerSetup, threads: int | None
+) -> TokenizeOutcome:
     stat = cleaned.path.stat()
     source_sha256 = file_sha256(cleaned.path)
     version = data_version(source_sha256, setup)
@@ -261,12 +293,14 @@ def write_tokenizer_info(
     info = setup.framing.tokenizer_info(setup.given_path, setup.encoder().vocab_size)
     text = tokenizer_info_json(info)
     path = Path(out_root) / TOKENIZER_INFO_FILE
-    try:
-        unchanged = path.read_text(encoding="utf-8") == text
-    except OSError:
-        unchanged = False
-    if not unchanged:
-        atomic_write_text(path, text)
+    with exclusive_lock(lock_path_for(path)):
+        remove_leftovers(path)
+        try:
+            unchanged = path.read_text(encoding="utf-8") == text
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            atomic_write_text(path, text)
     return path
 
 
@@ -276,11 +310,18 @@ def is_owned(folder: Path) -> bool:
 
 
 def remove_owned_output(out_root: Path, safe_name: str) -> bool:
-    """Delete ``out_root/<safe_name>`` if this tool wrote it; True if something was removed."""
+    """Delete ``out_root/<safe_name>`` if this tool wrote it; True if something was removed.
+
+    Done under the folder's lock, so a run still writing the folder finishes first.
+    """
     folder = Path(out_root) / safe_name
     if not folder.is_dir() or not is_owned(folder):
         return False
-    shutil.rmtree(folder)
+    with exclusive_lock(lock_path_for(folder)):
+        remove_leftovers(folder)
+        if not folder.is_dir() or not is_owned(folder):
+            return False
+        shutil.rmtree(folder)
     return True
 
 
@@ -307,6 +348,7 @@ class TreeReport:
     outcomes: list[TokenizeOutcome] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (safe name, message)
     pruned: list[str] = field(default_factory=list)
+    swept: list[str] = field(default_factory=list)  # stale .tmp- leftovers removed
     seconds: float = 0.0
 
 
@@ -320,7 +362,8 @@ def tokenize_tree(
 ) -> TreeReport:
     """data_io's tokenizer command: every cleaned file under ``dirs`` into ``out_root``.
 
-    Writes ``tokenizer_info.json``, prunes owned orphans, then tokenizes file by file (each on
+    Sweeps stale ``.tmp-`` leftovers, writes ``tokenizer_info.json``, prunes owned orphans,
+    then tokenizes file by file (each on
     all threads), skipping current folders. A failing file is recorded in the report and the
     others go on. Setup problems (no tokenizer, framing token not in the vocabulary, two files
     with one safe name) raise ``ValueError``/``OSError`` before anything is written.
@@ -331,8 +374,9 @@ def tokenize_tree(
     files = scan_cleaned_files([Path(d) for d in dirs])
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
+    swept = [entry.name for entry in remove_stale_temporaries(out_root)]
     write_tokenizer_info(out_root, setup)
-    report = TreeReport(pruned=prune_orphans(out_root, [f.safe_name for f in files]))
+    report = TreeReport(pruned=prune_orphans(out_root, [f.safe_name for f in files]), swept=swept)
     sizes = [f.path.stat().st_size for f in files]
     with tqdm(
         total=sum(sizes),
@@ -416,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    for name in report.swept:
+        print(f"removed {name} (left by a run that died over a day ago)", file=sys.stderr)
     for name in report.pruned:
         print(f"pruned {name} (its cleaned file is gone)", file=sys.stderr)
     print(_summary(report), file=sys.stderr)
