@@ -79,7 +79,13 @@ def _filtering_row(name: str, rule: str, s: CoverageStats, per_epoch: int) -> st
         _num(s.source_rows),
         *(
             _num_pct(value, s.source_rows)
-            for value in (s.rows, s.rows_dropped_short, s.rows_dropped_long, s.rows_truncated)
+            for value in (
+                s.rows,
+                s.rows_dropped_short,
+                s.rows_dropped_long,
+                s.rows_truncated,
+                s.rows_short_after_truncate,
+            )
         ),
         _num(per_epoch),
     ]
@@ -87,10 +93,15 @@ def _filtering_row(name: str, rule: str, s: CoverageStats, per_epoch: int) -> st
 
 
 def render_extra_sections(result: SamplingResult) -> str:
-    """Sections beyond data_io's: filtering per task and the epochs written."""
+    """Sections beyond data_io's: filtering per task and the epochs written.
+
+    "Short After Trunc." counts rows that truncation left with fewer than ``min_resp_length``
+    response tokens: kept (as data_io keeps them) unless ``drop_short_after_truncate`` is set,
+    and then also counted in "Kept Rows"' complement.
+    """
     header = (
         "| Task | Rule | Source Rows | Kept Rows | Dropped Short | Dropped Long | Truncated "
-        "| Rows / Epoch |"
+        "| Short After Trunc. | Rows / Epoch |"
     )
     lines = ["### Filtering Stats", header, _separator(header)]
     for task in result.tasks:
@@ -129,6 +140,7 @@ def summary_figures(result: SamplingResult) -> dict[str, int | float | str]:
         "tokens": g.tokens,
         "rows_dropped": g.rows_dropped,
         "rows_truncated": g.rows_truncated,
+        "rows_short_after_truncate": g.rows_short_after_truncate,
         "rows_per_epoch": result.epoch_rows[0] if result.epoch_rows else 0,
         "total_length": result.total_length,
         "sampled_rows": g.covered_rows,
@@ -146,7 +158,10 @@ def _stats_record(s: CoverageStats, ref: CoverageStats) -> dict[str, int | float
         "rows": s.rows,
         "tokens": s.tokens,
         "rows_dropped": s.rows_dropped,
+        "rows_dropped_short": s.rows_dropped_short,
+        "rows_dropped_long": s.rows_dropped_long,
         "rows_truncated": s.rows_truncated,
+        "rows_short_after_truncate": s.rows_short_after_truncate,
         "sampled_rows": s.covered_rows,
         "sampled_tokens": s.covered_tokens,
         "token_share": _ratio(s.tokens, ref.tokens),

@@ -7,6 +7,7 @@ paths default to this project's layout (``hrm_assets.settings``), not data_io's 
     output_path         $HRM_DATA_ROOT/sampled/local    (data_io: /dev/shm/sampled)
     prefix_config_path  <project>/prefix_config.yaml    (data_io: prefix_config.yaml)
     seed=0  epochs=10  context_size=4097  min_resp_length=2
+    drop_short_after_truncate=false   (hrm-data only; opt-in, changes bytes)
 
 The Markdown analytics go to stdout (data_io's sections first, then filtering and epoch
 sections); progress bars and warnings go to stderr. Bad input exits with status 2 (arguments)
@@ -26,6 +27,8 @@ from hrm_assets.sampling import SamplingConfig, SamplingError, make_config, samp
 PROG = "hrm-sample"
 PATH_KEYS = ("tokenized_path", "output_path", "prefix_config_path")
 INT_KEYS = ("seed", "epochs", "context_size", "min_resp_length")
+BOOL_KEYS = ("drop_short_after_truncate",)
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 USAGE = f"""usage: {PROG} [key=value ...]
 
@@ -39,6 +42,9 @@ keys (defaults):
   epochs=INT               epochs to write (10)
   context_size=INT         max tokens per row, +1 for the autoregressive shift (4097)
   min_resp_length=INT      drop responses shorter than this (2)
+  drop_short_after_truncate=BOOL
+                           also drop rows that truncation leaves shorter than
+                           min_resp_length (false: keep them, as data_io does)
 
 The analytics report (Markdown) is written to stdout; progress and warnings to stderr.
 """
@@ -55,7 +61,7 @@ def default_values() -> dict[str, object]:
         "output_path": settings.sampled_root() / "local",
         "prefix_config_path": settings.default_prefix_config_path(),
     }
-    for key in INT_KEYS:
+    for key in (*INT_KEYS, *BOOL_KEYS):
         values[key] = SamplingConfig.model_fields[key].default
     return values
 
@@ -77,8 +83,13 @@ def parse_arguments(arguments: Sequence[str]) -> SamplingConfig:
                 values[key] = int(value.strip())
             except ValueError:
                 raise UsageError(f"{key}: expected an integer, got {value!r}") from None
+        elif key in BOOL_KEYS:
+            flag = _BOOLEANS.get(value.strip().lower())
+            if flag is None:
+                raise UsageError(f"{key}: expected true or false, got {value!r}")
+            values[key] = flag
         else:
-            known = ", ".join((*PATH_KEYS, *INT_KEYS))
+            known = ", ".join((*PATH_KEYS, *INT_KEYS, *BOOL_KEYS))
             raise UsageError(f"unknown key {key!r} (known keys: {known})")
     try:
         return make_config(**values)

@@ -17,21 +17,29 @@ bytes of a valid sample:
   not tasks; data_io would read them.
 - Inconsistent task folders (arrays of different lengths, spans outside ``tokens.npy``, token
   count not equal to the span lengths) are errors; data_io copies garbage or crashes later.
+- Task folders whose ``metadata.json`` records different tokenizers or framings (a re-tokenization
+  with a new tokenizer that failed for some files) are an error: their token ids do not mean
+  the same thing. Folders without these fields (data_io's) are not compared.
 - The output folder is replaced atomically (data_io writes into it in place): no stale
   ``epoch_N`` survives a run with fewer epochs, and a failed run leaves the previous output
   untouched. The price is room for the old and the new output at once while the new one is
   built (on ``/dev/shm`` that is RAM). A folder holding anything but a sampled output is
   refused rather than replaced.
+- The output also holds ``manifest.json`` (size and SHA-256 of every array, written before the
+  rename; ``hrm_assets.manifest``), which HRM-Text does not read.
+
+Truncate mode can leave a row with fewer response tokens than ``min_resp_length`` (the length
+rule is applied before truncation, as in data_io). Such rows are counted per task
+(``rows_short_after_truncate``) and kept, as data_io keeps them; ``drop_short_after_truncate``
+(off by default, so the bytes stay data_io's) excludes them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -43,7 +51,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tqdm import tqdm
 
-from hrm_assets.atomic import TMP_PREFIX, atomic_directory
+from hrm_assets.atomic import (
+    TMP_PREFIX,
+    atomic_directory,
+    exclusive_lock,
+    lock_path_for,
+    remove_leftovers,
+)
+from hrm_assets.manifest import MANIFEST_FILE, write_manifest
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,
@@ -86,6 +101,9 @@ class SamplingConfig(BaseModel):
     # +1 accounts for the autoregressive shift: 4096 positions of input, 4097 tokens.
     context_size: int = Field(default=4097, ge=2, strict=True)
     min_resp_length: int = Field(default=2, ge=0, strict=True)
+    # Opt-in (changes bytes where data_io works): exclude rows that truncation leaves with
+    # fewer than min_resp_length response tokens.
+    drop_short_after_truncate: bool = Field(default=False, strict=True)
 
     @field_validator("tokenized_path", "output_path", "prefix_config_path", mode="before")
     @classmethod
@@ -163,17 +181,26 @@ class FilterCounts:
     dropped_short: int
     dropped_long: int
     truncated: int
+    # Rows truncation left below min_resp_length (kept unless drop_short_after_truncate).
+    short_after_truncate: int = 0
+    # Of those, the rows excluded because drop_short_after_truncate was set.
+    dropped_short_after_truncate: int = 0
 
 
 def filter_rows(
-    spans: Spans, rule: SamplingRule, context_size: int, min_resp_length: int
+    spans: Spans,
+    rule: SamplingRule,
+    context_size: int,
+    min_resp_length: int,
+    drop_short_after_truncate: bool = False,
 ) -> tuple[Spans, FilterCounts]:
     """Apply the length rules; returns the kept rows (responses truncated) and the counts.
 
     A row is dropped as short when ``resp_len < min_resp_length``; otherwise, with
     ``allowed = context_size - min(inst_len, context_size)``, truncate mode drops it when
     ``allowed < 1`` and else caps ``resp_len`` at ``allowed``; drop mode drops it when
-    ``resp_len > allowed``.
+    ``resp_len > allowed``. A truncated response can end up shorter than ``min_resp_length``:
+    such rows are counted, and dropped only with ``drop_short_after_truncate``.
     """
     allowed = context_size - np.minimum(spans.inst_len, context_size)
     long_enough = spans.resp_len >= min_resp_length
@@ -184,11 +211,17 @@ def filter_rows(
         fits = spans.resp_len <= allowed
         resp_len = spans.resp_len
     keep = long_enough & fits
+    short_after = keep & (resp_len < min_resp_length)
+    short_after_count = int(np.count_nonzero(short_after))
+    if drop_short_after_truncate:
+        keep = keep & ~short_after
     counts = FilterCounts(
         kept=int(np.count_nonzero(keep)),
         dropped_short=int(np.count_nonzero(~long_enough)),
         dropped_long=int(np.count_nonzero(long_enough & ~fits)),
         truncated=int(np.count_nonzero(keep & (resp_len < spans.resp_len))),
+        short_after_truncate=short_after_count,
+        dropped_short_after_truncate=short_after_count if drop_short_after_truncate else 0,
     )
     kept = Spans(spans.inst_start, spans.inst_len, spans.resp_start, resp_len).select(keep)
     return kept, counts
@@ -217,10 +250,16 @@ class CoverageStats:
     rows_dropped_short: int = 0
     rows_dropped_long: int = 0
     rows_truncated: int = 0
+    rows_short_after_truncate: int = 0
+    rows_dropped_short_after_truncate: int = 0
 
     @property
     def rows_dropped(self) -> int:
-        return self.rows_dropped_short + self.rows_dropped_long
+        return (
+            self.rows_dropped_short
+            + self.rows_dropped_long
+            + self.rows_dropped_short_after_truncate
+        )
 
     def add(self, other: CoverageStats) -> None:
         for item in fields(self):
@@ -462,7 +501,7 @@ def _check_output_path(config: SamplingConfig) -> None:
         foreign = sorted(
             entry.name
             for entry in output.iterdir()
-            if entry.name not in (TOKENS_FILE, METADATA_FILE)
+            if entry.name not in (TOKENS_FILE, METADATA_FILE, MANIFEST_FILE)
             and not (entry.is_dir() and EPOCH_DIR_PATTERN.fullmatch(entry.name))
         )
         if foreign:
@@ -473,15 +512,15 @@ def _check_output_path(config: SamplingConfig) -> None:
             )
 
 
-def _remove_crashed_staging(output: Path) -> None:
-    """Drop staging folders that a killed run left next to ``output`` (atomic_directory's names)."""
-    parent = output.parent
-    if not parent.is_dir():
-        return
-    prefixes = (f"{TMP_PREFIX}{output.name}.", f"{TMP_PREFIX}retired-{output.name}-")
-    for entry in parent.iterdir():
-        if entry.name.startswith(prefixes) and entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
+def _exclusive_output(output: Path) -> contextlib.ExitStack:
+    """Hold the lock of ``output`` (released when the returned stack exits); a concurrent run
+    is refused at once rather than queued."""
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(exclusive_lock(lock_path_for(output), wait=False))
+    except BlockingIOError:
+        raise SamplingError(f"{output}: another sampling run is writing this output_path") from None
+    return stack
 
 
 def _ambiguity_warnings(names: list[str], rules: list[PrefixRule]) -> list[str]:
@@ -515,7 +554,13 @@ def _task_reports(
     offset = 0
     for name, (spans, count) in zip(names, loaded, strict=True):
         rule = rule_for(name, rules)
-        kept, filtered = filter_rows(spans, rule, config.context_size, config.min_resp_length)
+        kept, filtered = filter_rows(
+            spans,
+            rule,
+            config.context_size,
+            config.min_resp_length,
+            config.drop_short_after_truncate,
+        )
         kept.inst_start += offset
         kept.resp_start += offset
         inst_tokens, resp_tokens = int(kept.inst_len.sum()), int(kept.resp_len.sum())
@@ -528,6 +573,8 @@ def _task_reports(
             rows_dropped_short=filtered.dropped_short,
             rows_dropped_long=filtered.dropped_long,
             rows_truncated=filtered.truncated,
+            rows_short_after_truncate=filtered.short_after_truncate,
+            rows_dropped_short_after_truncate=filtered.dropped_short_after_truncate,
         )
         reports.append(
             TaskReport(
@@ -544,6 +591,30 @@ def _task_reports(
         kept_spans.append(kept)
         offset += count
     return reports, kept_spans
+
+
+def check_one_tokenizer(task_dirs: list[Path]) -> None:
+    """Refuse task folders made with different tokenizers or framings (``metadata.json``'s
+    ``tokenizer_sha256`` and ``framing``, recorded by hrm-data's tokenizer)."""
+    made_with: dict[tuple[str, str], list[str]] = {}
+    for task_dir in task_dirs:
+        try:
+            metadata = json.loads((task_dir / METADATA_FILE).read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(metadata, dict) and "tokenizer_sha256" in metadata:
+            key = (str(metadata["tokenizer_sha256"]), str(metadata.get("framing")))
+            made_with.setdefault(key, []).append(task_dir.name)
+    if len(made_with) > 1:
+        groups = "; ".join(
+            f"tokenizer {tokenizer[:12]} framing {framing[:12]}: {', '.join(names[:3])}"
+            + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            for (tokenizer, framing), names in sorted(made_with.items())
+        )
+        raise SamplingError(
+            f"task folders of {task_dirs[0].parent} were made with different tokenizers or "
+            f"framings ({groups}); re-tokenize them with one tokenizer"
+        )
 
 
 def _write_epochs(
@@ -592,24 +663,6 @@ def _write_epochs(
     return epoch_tokens, total, draws
 
 
-@contextlib.contextmanager
-def _exclusive_output(output: Path) -> Iterator[None]:
-    """Hold a lock beside ``output`` so two runs never build or replace it at once."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = output.parent / f".{output.name}.lock"
-    with open(lock_path, "a+b") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SamplingError(
-                f"{output}: another sampling run is writing this output_path"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def sample_tokenized(
     config: SamplingConfig,
     *,
@@ -620,8 +673,9 @@ def sample_tokenized(
     """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
 
     Every input is read and checked before anything is written. The whole output is built in a
-    ``.tmp-`` sibling and renamed into place, replacing the previous output only on success; a
-    lock file ``.<name>.lock`` beside it keeps concurrent runs apart. ``progress`` shows tqdm
+    ``.tmp-`` sibling (with its ``manifest.json``) and renamed into place, replacing the
+    previous output only on success; a lock file ``.<name>.lock`` beside it keeps concurrent
+    runs apart, and its holder removes staged copies that killed runs left. ``progress`` shows tqdm
     bars on stderr; ``warn`` receives each warning as it happens (they are also in
     ``SamplingResult.warnings``). Raises :class:`SamplingError` on bad configuration or
     inputs (or a concurrent run), ``OSError`` on I/O failure.
@@ -644,6 +698,7 @@ def sample_tokenized(
     task_dirs = task_directories(config.tokenized_path)
     if not task_dirs:
         raise SamplingError(f"{config.tokenized_path}: no task folders to sample from")
+    check_one_tokenizer(task_dirs)
     names = [task_dir.name for task_dir in task_dirs]
     for message in _ambiguity_warnings(names, rules):
         note(message)
@@ -666,7 +721,9 @@ def sample_tokenized(
 
     output = config.output_path.absolute()
     with _exclusive_output(output):
-        _remove_crashed_staging(output)
+        # Staged or retired copies of this output can only be left by killed runs: every run
+        # holds this lock while it has them.
+        remove_leftovers(output)
         with atomic_directory(output) as staged:
             max_id = concatenate_tokens(
                 staged / TOKENS_FILE,
@@ -694,6 +751,7 @@ def sample_tokenized(
             )
             (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
             _fsync_file(staged / METADATA_FILE)
+            write_manifest(staged)
 
     categories: dict[str, CoverageStats] = {}
     global_stats = CoverageStats()

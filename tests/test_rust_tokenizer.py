@@ -199,7 +199,7 @@ def test_jsonl_folder_matches_reference(
     }
     assert (out / _tokenizer.OWNER_MARKER).is_file()
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [*_tokenizer.ARRAY_FILES, "metadata.json", _tokenizer.OWNER_MARKER]
+        [*_tokenizer.ARRAY_FILES, "metadata.json", "manifest.json", _tokenizer.OWNER_MARKER]
     )
     # Nothing but the folder is left next to it.
     assert [p.name for p in out.parent.iterdir()] == ["in.jsonl"]

@@ -8,6 +8,7 @@ data_io's report lines. Every output file of the real sampler must match it byte
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -199,7 +200,24 @@ def reference_sample(
     (out / "metadata.json").write_bytes(
         json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     )
+    write_reference_manifest(out)
     return {"report": reference_report(tasks), "tasks": tasks}
+
+
+def write_reference_manifest(out: Path) -> None:
+    """hrm-data's addition to data_io's folder (issue 6), written here independently:
+    ``manifest.json`` with the size and SHA-256 of every ``.npy``, compact, keys sorted."""
+    files = {
+        path.relative_to(out).as_posix(): {
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "size": path.stat().st_size,
+        }
+        for path in sorted(out.rglob("*.npy"))
+    }
+    manifest = {"files": files, "format": "hrm-data-manifest/1"}
+    (out / "manifest.json").write_bytes(
+        json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    )
 
 
 def reference_report(tasks: list[dict]) -> str:
@@ -528,7 +546,7 @@ def test_output_loads_with_hrm_text_rules(tmp_path):
     assert metadata["max_seq_len"] == context_size
     assert metadata["total_length"] == result.total_length
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["tokens.npy", "metadata.json", "epoch_0", "epoch_1", "epoch_2"]
+        ["tokens.npy", "metadata.json", "manifest.json", "epoch_0", "epoch_1", "epoch_2"]
     )
 
     tokens = np.load(out / "tokens.npy", mmap_mode="r")
