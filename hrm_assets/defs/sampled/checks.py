@@ -1,9 +1,12 @@
-"""Blocking check per training node: the sampled folder is still there and consistent."""
+"""Blocking checks per training node: the sampled folder is still there and consistent, and
+every array still has the size and SHA-256 its ``manifest.json`` records."""
 
 import dagster as dg
 
 from hrm_assets.defs.common.keys import sampled_key
 from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.tokenized.checks import manifest_check_result
+from hrm_assets.manifest import verify_folder
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 from hrm_assets.validation import check_sampled_folder
 
@@ -37,4 +40,22 @@ def build_sampled_check(node: TrainingNode) -> dg.AssetChecksDefinition:
     return epochs_consistent
 
 
-SAMPLED_CHECKS = [build_sampled_check(node) for node in load_training_nodes()]
+def build_sampled_manifest_check(node: TrainingNode) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=sampled_key(node.name),
+        name="manifest_valid",
+        blocking=True,
+        description="tokens.npy and every epoch's arrays have the size and SHA-256 recorded in "
+        "manifest.json, and no array is unlisted (the function behind hrm-verify).",
+    )
+    def manifest_valid(data_paths: DataPaths) -> dg.AssetCheckResult:
+        return manifest_check_result(verify_folder(node.output_dir(data_paths.root)))
+
+    return manifest_valid
+
+
+SAMPLED_CHECKS = [
+    check
+    for node in load_training_nodes()
+    for check in (build_sampled_check(node), build_sampled_manifest_check(node))
+]
