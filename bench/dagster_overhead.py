@@ -423,7 +423,7 @@ def run_dagster_overhead_benchmark(
             write_tokenizer(point / "data" / "tokenizer" / "tokenizer.json")
             prepare_home(point / "home")
             if log:
-                log(f"dagster: {count:,} partitions, {min(sample, count)} runs twice")
+                log(f"dagster: {count:,} partitions, measuring {min(sample, count)} partition(s)")
             figures = run_child(
                 "bench.dagster_overhead", ["rebuild", count, sample], _child_environment(point)
             )

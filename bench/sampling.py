@@ -61,6 +61,7 @@ CONTEXT_SIZE = 4097
 MIN_RESP_LENGTH = 2
 VOCAB_SIZE = 65_000  # stored as uint16: the sampler casts every token
 TASKS = 200
+MIN_TASKS, MIN_MEAN_ROWS = 10, 50  # tiny corpora: fewer, fuller tasks
 MEAN_INST, MEAN_RESP = 100, 220  # tokens per row: GSM8K-like instructions, longer answers
 LONG_ROW_SHARE = 0.005  # rows whose instruction alone nearly fills (or exceeds) the context
 DEFAULT_TOKENS = (2_000_000, 8_000_000, 32_000_000)
@@ -117,10 +118,13 @@ class Corpus:
 def write_synthetic_corpus(
     work: Path, tokens: int, tasks: int = TASKS, seed: int = SEED, vocab_size: int = VOCAB_SIZE
 ) -> Corpus:
-    """Write a tokenized root of about ``tokens`` tokens in ``tasks`` folders, plus its rules.
+    """Write a tokenized root of about ``tokens`` tokens in at most ``tasks`` folders, plus its
+    rules.
 
-    Deterministic for a given seed. Task sizes vary (0.25x to 1.75x the mean).
+    Small corpora get fewer folders, so that a task holds ``MIN_MEAN_ROWS`` rows on average and
+    the caps bite. Deterministic for a given seed. Task sizes vary (0.25x to 1.75x the mean).
     """
+    tasks = max(MIN_TASKS, min(tasks, tokens // (MIN_MEAN_ROWS * (MEAN_INST + MEAN_RESP))))
     rng = np.random.default_rng(seed)
     root = Path(work) / "tokenized"
     root.mkdir(parents=True)

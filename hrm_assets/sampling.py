@@ -630,36 +630,43 @@ def _write_epochs(
     permutation of its rows only when it needs rows and its current one is used up; then the
     epoch's rows are shuffled with one more permutation.
     """
+    # Every kept row in one table: an epoch is then one array of table rows, shuffled once and
+    # gathered once per field (not per task and field, then again to shuffle).
+    table = {name: np.concatenate([getattr(s, name) for s in kept_spans]) for name in SPAN_FIELDS}
+    lengths = table["inst_len"] + table["resp_len"]
+    bases = np.cumsum([0] + [len(spans) for spans in kept_spans]).tolist()
     epoch_size = sum(report.rows_per_epoch for report in reports)
-    buffer = {name: np.empty(epoch_size, dtype=np.int64) for name in SPAN_FIELDS}
+    picked = np.empty(epoch_size, dtype=np.int64)
     shuffled = np.empty(epoch_size, dtype=np.int64)
+    column = np.empty(epoch_size, dtype=np.int64)
     cursors = [_RowCursor(len(spans)) for spans in kept_spans]
-    draws = [np.zeros(len(spans), dtype=np.int64) for spans in kept_spans]
+    hits = np.zeros(len(lengths), dtype=np.int64)
     rng = np.random.Generator(np.random.Philox(config.seed))
     total = np.int64(0)
     epoch_tokens: list[int] = []
     with tqdm(total=config.epochs, desc="Generating epoch indices", disable=not progress) as bar:
         for epoch in range(config.epochs):
             filled = 0
-            for report, spans, cursor, counter in zip(
-                reports, kept_spans, cursors, draws, strict=True
-            ):
+            for report, base, cursor in zip(reports, bases, cursors, strict=False):
                 for rows in cursor.take(rng, report.rows_per_epoch):
                     end = filled + len(rows)
-                    for name in SPAN_FIELDS:
-                        np.take(getattr(spans, name), rows, out=buffer[name][filled:end])
-                    counter[rows] += 1
+                    np.add(rows, base, out=picked[filled:end])
                     filled = end
-            tokens = buffer["inst_len"][:filled].sum() + buffer["resp_len"][:filled].sum()
+            # A row can come up twice in one epoch (repeat, or a new permutation): count each.
+            drawn = np.bincount(picked[:filled], minlength=len(lengths))
+            hits += drawn
+            tokens = np.dot(drawn, lengths)
             total += tokens
             epoch_tokens.append(int(tokens))
             order = rng.permutation(filled)
+            np.take(picked[:filled], order, out=shuffled[:filled])
             epoch_dir = staged / f"epoch_{epoch}"
             epoch_dir.mkdir()
             for name in SPAN_FIELDS:
-                np.take(buffer[name][:filled], order, out=shuffled[:filled])
-                save_npy(epoch_dir / f"{name}.npy", shuffled[:filled])
+                np.take(table[name], shuffled[:filled], out=column[:filled])
+                save_npy(epoch_dir / f"{name}.npy", column[:filled])
             bar.update(1)
+    draws = [hits[start:stop] for start, stop in zip(bases, bases[1:], strict=False)]
     return epoch_tokens, total, draws
 
 
