@@ -270,3 +270,25 @@ def test_verify_a_tokenized_root_and_exit_codes(cleaned, tmp_path, small_tokeniz
 def test_verify_console_script_is_declared():
     scripts = importlib.metadata.entry_points(group="console_scripts")
     assert scripts["hrm-verify"].value == "hrm_assets.verify:main"
+
+
+# --------------------------------------------------------------------------- the docs
+
+
+def test_reliability_doc_names_only_existing_tests():
+    """docs/RELIABILITY.md's table points at tests that exist (functions and parameter ids)."""
+    import ast
+    import re
+
+    doc = (REPO_ROOT / "docs" / "RELIABILITY.md").read_text(encoding="utf-8")
+    cited = re.findall(r"`(tests/test_\w+\.py)::(\w+)(\[[\w-]+\])?`((?:, `\[[\w-]+\]`)*)", doc)
+    assert len(cited) >= 40
+    for path, name, param, more in cited:
+        source = (REPO_ROOT / path).read_text(encoding="utf-8")
+        functions = {
+            node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)
+        }
+        assert name in functions, f"{path}::{name}"
+        for extra in [param, *re.findall(r"\[[\w-]+\]", more)]:
+            if extra:
+                assert f'"{extra[1:-1]}"' in source, f"{path}::{name}{extra}"

@@ -1,0 +1,173 @@
+"""Issue 6, crashes: ``kill -9`` a tokenization or a sampling process at random moments, many
+times. After every kill, each output folder in place is complete and exactly what an
+uninterrupted run writes (a half-written one never looks complete: it is a hidden ``.tmp-``
+sibling); the next run finishes the work, and the final tree, leftovers and lock files
+included, is byte-identical to an uninterrupted run.
+
+The kill moments are drawn over the measured length of an uninterrupted run, so they land in
+start-up, encoding, hashing, renaming and pruning alike."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO_ROOT
+from test_rust_tokenizer import gsm8k_rows, write_jsonl
+from test_sampling import tree_bytes, write_rules
+
+from hrm_assets.manifest import verify_folder
+
+pytestmark = pytest.mark.slow
+
+KILLS = 20
+
+
+def run_or_kill(command: list[str], delay: float) -> int | None:
+    """Run ``command``; SIGKILL it after ``delay`` seconds. None if it was killed."""
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        return process.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return None
+
+
+def timed_run(command: list[str]) -> float:
+    started = time.monotonic()
+    subprocess.run(command, cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
+    return time.monotonic() - started
+
+
+def visible(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if not p.name.startswith("."))
+
+
+# --------------------------------------------------------------------------- tokenization
+
+
+def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
+    cleaned = tmp_path / "cleaned"
+    rows = gsm8k_rows(real_raw, "train", 1800)
+    for index in range(6):
+        write_jsonl(cleaned / f"part{index}.jsonl", rows[index * 300 : (index + 1) * 300])
+
+    def command(out: Path) -> list[str]:
+        return [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(out),
+                "-t", str(small_tokenizer_path), "--threads", "1", "--no-progress"]  # fmt: skip
+
+    reference = tmp_path / "reference"
+    elapsed = timed_run(command(reference))
+    expected = tree_bytes(reference)
+    expected_folders = {p.name: tree_bytes(p) for p in visible(reference) if p.is_dir()}
+
+    out = tmp_path / "out"
+    rng = random.Random(20261122)
+    killed = 0
+    status = None
+    for _ in range(KILLS):
+        if out.exists() and (status == 0 or rng.random() < 0.4):
+            # Lose some finished folders, so that later runs have work to be killed in.
+            for folder in rng.sample(visible(out), k=min(3, len(visible(out)))):
+                if folder.is_dir():
+                    shutil.rmtree(folder)
+        status = run_or_kill(command(out), rng.uniform(0.05, elapsed * 1.1))
+        if status is None:
+            killed += 1
+        else:
+            assert status == 0
+        if not out.exists():
+            continue
+        for entry in visible(out):
+            if entry.is_dir():
+                # In place means complete: byte for byte the uninterrupted run's folder.
+                assert tree_bytes(entry) == expected_folders[entry.name], entry.name
+                assert verify_folder(entry).ok
+            else:
+                assert entry.name == "tokenizer_info.json"
+                assert entry.read_bytes() == expected["tokenizer_info.json"]
+    assert killed >= KILLS // 2
+
+    subprocess.run(command(out), cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
+    # Leftovers of the killed runs (staged folders, lock files) are gone too.
+    assert tree_bytes(out) == expected
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in reference.iterdir())
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def write_big_tokenized(root: Path, tasks: int = 6, rows: int = 40_000, seed: int = 0) -> Path:
+    """A tokenized root of ``tasks`` folders of ``rows`` rows each, written with numpy."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True)
+    info = {"boq": "<|im_start|>", "condition_mapping": {}, "eoa": "<|box_end|>",
+            "eoq": "<|im_end|>", "tokenizer_path": "t.json", "vocab_size": 50_000}  # fmt: skip
+    (root / "tokenizer_info.json").write_text(json.dumps(info, sort_keys=True))
+    for index in range(tasks):
+        inst_len = rng.integers(2, 60, rows).astype("<u8")
+        resp_len = rng.integers(0, 80, rows).astype("<u8")
+        lengths = np.stack([inst_len, resp_len], axis=1).reshape(-1)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype("<u8")
+        task = root / f"task{index}.jsonl"
+        task.mkdir()
+        np.save(task / "tokens.npy", rng.integers(0, 50_000, int(lengths.sum())).astype("<u4"))
+        np.save(task / "inst_start.npy", starts[0::2])
+        np.save(task / "inst_len.npy", inst_len)
+        np.save(task / "resp_start.npy", starts[1::2])
+        np.save(task / "resp_len.npy", resp_len)
+    return root
+
+
+def test_kill_9_during_sampling(tmp_path):
+    tokenized = write_big_tokenized(tmp_path / "tokenized")
+    rules = write_rules(
+        tmp_path / "rules.yaml",
+        [{"prefix": "task1", "repeat": 2}, {"prefix": "task2", "max_per_file": 500}],
+    )
+
+    def command(out: Path, seed: int) -> list[str]:
+        return [sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tokenized}",
+                f"output_path={out}", f"prefix_config_path={rules}", f"seed={seed}",
+                "epochs=6"]  # fmt: skip
+
+    references, elapsed = {}, 0.0
+    for seed in (0, 1):
+        reference = tmp_path / f"reference{seed}" / "sampled"
+        elapsed = max(elapsed, timed_run(command(reference, seed)))
+        references[seed] = tree_bytes(reference)
+
+    out = tmp_path / "node" / "sampled"
+    rng = random.Random(6)
+    killed = 0
+    seen = set()
+    for _ in range(KILLS):
+        seed = rng.choice([0, 1])
+        status = run_or_kill(command(out, seed), rng.uniform(0.05, elapsed * 1.1))
+        if status is None:
+            killed += 1
+        else:
+            assert status == 0
+        if out.exists():
+            # The old complete output or the new complete one, never a mix or a partial one.
+            tree = tree_bytes(out)
+            matches = [s for s, expected in references.items() if tree == expected]
+            assert len(matches) == 1
+            seen.add(matches[0])
+            assert verify_folder(out).ok
+    assert killed >= KILLS // 2
+
+    subprocess.run(command(out, 1), cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
+    assert tree_bytes(out) == references[1]
+    # Staged and retired copies and the lock file of the killed runs are gone.
+    assert sorted(p.name for p in out.parent.iterdir()) == ["sampled"]
