@@ -1,7 +1,7 @@
 """How a benchmark measures one run: in a fresh interpreter, timing and peak memory its own.
 
 A child (``python -m bench.<module> --child ...``) times only the measured work (imports and
-setup excluded) and reports two memory figures:
+setup excluded), in wall and CPU seconds, and reports two memory figures:
 
 - ``peak_rss_bytes``: the process's peak resident set (``VmHWM``), which also counts the pages
   of memory-mapped files it touched (reclaimable page cache, or RAM-disk pages on ``/dev/shm``);
@@ -65,14 +65,20 @@ class AnonPeak:
 
 
 def measured(work: Callable[[], Any]) -> dict:
-    """Run ``work()`` and return ``{"seconds", "peak_rss_bytes", "peak_anon_bytes", "value"}``
-    (``value``: what ``work`` returned, which must be JSON-serialisable)."""
+    """Run ``work()`` and return its wall and CPU seconds (all threads), peak memory and
+    ``value`` (what ``work`` returned, which must be JSON-serialisable).
+
+    On a machine shared with other work, CPU seconds vary less than wall seconds.
+    """
     with AnonPeak() as anon:
+        cpu = time.process_time()
         started = time.perf_counter()
         value = work()
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - cpu
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "peak_rss_bytes": peak_rss_bytes(),
         "peak_anon_bytes": anon.peak,
         "value": value,

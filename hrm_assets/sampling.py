@@ -40,8 +40,9 @@ import contextlib
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
@@ -58,7 +59,7 @@ from hrm_assets.atomic import (
     lock_path_for,
     remove_leftovers,
 )
-from hrm_assets.manifest import MANIFEST_FILE, write_manifest
+from hrm_assets.manifest import MANIFEST_FILE, build_manifest, file_entry, manifest_bytes
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,
@@ -77,6 +78,9 @@ EPOCH_DIR_PATTERN = re.compile(r"epoch_\d+")
 # Elements per copy unit when concatenating tokens: large enough to stream at disk speed,
 # small enough that a few units in flight stay far below the memory of one big task.
 COPY_CHUNK = 1 << 23
+# Elements per read within a unit: each copying thread holds one block of the source dtype and
+# one of the output dtype (a few MiB), reused for every block it copies.
+COPY_BLOCK = 1 << 20
 
 Warn = Callable[[str], None]
 
@@ -349,9 +353,38 @@ def _load_array(path: Path, mmap: bool = False) -> np.ndarray:
     return array
 
 
+def npy_layout(path: Path) -> tuple[np.dtype, int, int]:
+    """(dtype, length, byte offset of the data) of a 1-D integer ``.npy``, from its header.
+
+    Raises :class:`SamplingError` naming the file, with :func:`_load_array`'s messages.
+    """
+    try:
+        with open(path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+            else:
+                raise ValueError(f"unsupported .npy format version {version}")
+            offset = handle.tell()
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        raise SamplingError(f"{path}: missing") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise SamplingError(f"{path}: not a readable .npy array: {exc}") from None
+    if len(shape) != 1 or dtype.kind not in "iu":
+        raise SamplingError(
+            f"{path}: expected a 1-D integer array, got shape {shape} dtype {dtype}"
+        )
+    if size < offset + shape[0] * dtype.itemsize:
+        raise SamplingError(f"{path}: not a readable .npy array: the file is truncated")
+    return dtype, shape[0], offset
+
+
 def token_count(task_dir: Path) -> int:
     """Length of a task's ``tokens.npy``, read from its header only."""
-    return len(_load_array(Path(task_dir) / TOKENS_FILE, mmap=True))
+    return npy_layout(Path(task_dir) / TOKENS_FILE)[1]
 
 
 def load_spans(task_dir: Path) -> tuple[Spans, int]:
@@ -420,11 +453,52 @@ def _copy_units(task_dirs: list[Path], offsets: list[int], counts: list[int]) ->
             yield task_dir / TOKENS_FILE, offset, start, min(start + COPY_CHUNK, count)
 
 
-def _copy_unit(target: np.ndarray, unit: tuple[Path, int, int, int]) -> tuple[int, int]:
+class _CopyBuffers(threading.local):
+    """Each copying thread's read and cast buffers, reused across its units."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[np.dtype, np.ndarray] = {}
+
+    def get(self, dtype: np.dtype, elements: int) -> np.ndarray:
+        held = self.arrays.get(dtype)
+        if held is None or len(held) < elements:
+            held = self.arrays[dtype] = np.empty(max(elements, COPY_BLOCK), dtype=dtype)
+        return held[:elements]
+
+
+def _pwrite_all(fd: int, data: memoryview, position: int) -> None:
+    while data:
+        written = os.pwrite(fd, data, position)
+        data, position = data[written:], position + written
+
+
+def _copy_unit(
+    fd: int, data_offset: int, dtype: np.dtype, buffers: _CopyBuffers, unit: tuple
+) -> tuple[int, int]:
+    """Copy elements ``start:stop`` of one ``tokens.npy`` to their place in the output."""
     path, offset, start, stop = unit
-    source = np.load(path, mmap_mode="r")[start:stop]
-    target[offset + start : offset + stop] = source
-    return stop - start, int(source.max())
+    source_dtype, _, source_offset = npy_layout(path)
+    max_id = -1
+    with open(path, "rb", buffering=0) as source:
+        for block in range(start, stop, COPY_BLOCK):
+            count = min(COPY_BLOCK, stop - block)
+            raw = buffers.get(source_dtype, count)
+            view = memoryview(raw).cast("B")
+            source.seek(source_offset + block * source_dtype.itemsize)
+            filled = 0
+            while filled < len(view):
+                got = source.readinto(view[filled:])
+                if not got:
+                    raise SamplingError(f"{path}: shorter than its header says")
+                filled += got
+            max_id = max(max_id, int(raw.max()))
+            if source_dtype != dtype:
+                cast = buffers.get(dtype, count)
+                np.copyto(cast, raw, casting="unsafe")  # as numpy assignment: ids wrap
+                raw = cast
+            position = data_offset + (offset + block) * dtype.itemsize
+            _pwrite_all(fd, memoryview(raw).cast("B"), position)
+    return stop - start, max_id
 
 
 def concatenate_tokens(
@@ -438,28 +512,40 @@ def concatenate_tokens(
 ) -> int:
     """Write every task's tokens back to back into one ``.npy`` of ``dtype``; return the max id.
 
-    Sources are memory-mapped and copied in chunks by a few threads (numpy releases the GIL
-    while copying), so memory stays bounded whatever the corpus size. Values are cast like a
-    numpy assignment (out-of-range ids wrap, as in data_io); the returned maximum of the source
-    ids lets the caller warn about that.
+    Sources are read in blocks into each thread's reused buffers, cast and written at their
+    offset by a few threads (numpy and file I/O release the GIL), so memory stays bounded
+    whatever the corpus size; plain reads and writes cost less than faulting in the pages of
+    memory maps. Values are cast like a numpy assignment (out-of-range ids wrap, as in
+    data_io); the returned maximum of the source ids lets the caller warn about that.
     """
     offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])[:-1].tolist()
     total = int(sum(counts))
+    # open_memmap writes the header and sizes the file; the data then goes in with pwrite.
     target = np.lib.format.open_memmap(destination, mode="w+", dtype=dtype, shape=(total,))
-    units = _copy_units(task_dirs, offsets, counts)
-    max_id = -1
-    with (
-        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
-        tqdm(
-            total=total, desc="Writing tokens", unit="tok", unit_scale=True, disable=not progress
-        ) as bar,
-    ):
-        for copied, chunk_max in pool.map(partial(_copy_unit, target), units):
-            max_id = max(max_id, chunk_max)
-            bar.update(copied)
-    target.flush()
+    data_offset = target.offset
     del target
-    _fsync_file(destination)
+    units = _copy_units(task_dirs, offsets, counts)
+    buffers = _CopyBuffers()
+    max_id = -1
+    fd = os.open(destination, os.O_WRONLY)
+    try:
+        with (
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+            tqdm(
+                total=total,
+                desc="Writing tokens",
+                unit="tok",
+                unit_scale=True,
+                disable=not progress,
+            ) as bar,
+        ):
+            copy = partial(_copy_unit, fd, data_offset, dtype, buffers)
+            for copied, chunk_max in pool.map(copy, units):
+                max_id = max(max_id, chunk_max)
+                bar.update(copied)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return max_id
 
 
@@ -623,8 +709,11 @@ def _write_epochs(
     kept_spans: list[Spans],
     config: SamplingConfig,
     progress: bool,
+    on_saved: Callable[[str], None] | None = None,
 ) -> tuple[list[int], np.int64, list[np.ndarray]]:
     """Draw and write every epoch; returns tokens per epoch, their int64 total, draw counts.
+
+    ``on_saved`` receives each array's path relative to ``staged`` once it is written.
 
     One Philox generator, used in data_io's order: per epoch, each task in order draws a new
     permutation of its rows only when it needs rows and its current one is used up; then the
@@ -665,6 +754,8 @@ def _write_epochs(
             for name in SPAN_FIELDS:
                 np.take(table[name], shuffled[:filled], out=column[:filled])
                 save_npy(epoch_dir / f"{name}.npy", column[:filled])
+                if on_saved is not None:
+                    on_saved(f"{epoch_dir.name}/{name}.npy")
             bar.update(1)
     draws = [hits[start:stop] for start, stop in zip(bases, bases[1:], strict=False)]
     return epoch_tokens, total, draws
@@ -731,8 +822,12 @@ def sample_tokenized(
         # Staged or retired copies of this output can only be left by killed runs: every run
         # holds this lock while it has them.
         remove_leftovers(output)
-        with atomic_directory(output) as staged:
-            max_id = concatenate_tokens(
+        with atomic_directory(output) as staged, ThreadPoolExecutor(max_workers=2) as background:
+            # The tokens are copied while the epochs are drawn (the epochs need only the
+            # spans), and each array is hashed for the manifest as soon as it is complete;
+            # numpy, file I/O and hashlib release the GIL, so these overlap on a second core.
+            copying = background.submit(
+                concatenate_tokens,
                 staged / TOKENS_FILE,
                 task_dirs,
                 counts,
@@ -740,6 +835,16 @@ def sample_tokenized(
                 workers=copy_workers,
                 progress=progress,
             )
+            hashing: dict[str, Future] = {}
+
+            def hash_later(relative: str) -> None:
+                hashing[relative] = background.submit(file_entry, staged / relative)
+
+            epoch_tokens, total, draws = _write_epochs(
+                staged, reports, kept_spans, config, progress, on_saved=hash_later
+            )
+            max_id = copying.result()
+            hash_later(TOKENS_FILE)
             if max_id > np.iinfo(dtype).max:
                 note(
                     f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
@@ -747,9 +852,6 @@ def sample_tokenized(
                 )
             elif vocab_size is not None and max_id >= vocab_size:
                 note(f"token id {max_id} is outside the vocabulary (vocab_size {vocab_size})")
-            epoch_tokens, total, draws = _write_epochs(
-                staged, reports, kept_spans, config, progress
-            )
             # data_io divides an int64 by the epoch count and rounds half to even; so do we.
             metadata = SampledMetadata(
                 tokenizer_info=tokenizer_info,
@@ -758,7 +860,11 @@ def sample_tokenized(
             )
             (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
             _fsync_file(staged / METADATA_FILE)
-            write_manifest(staged)
+            # write_manifest(staged) would read and hash every array again.
+            manifest = build_manifest(staged, files=[])
+            manifest["files"] = {name: entry.result() for name, entry in hashing.items()}
+            (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
+            _fsync_file(staged / MANIFEST_FILE)
 
     categories: dict[str, CoverageStats] = {}
     global_stats = CoverageStats()
