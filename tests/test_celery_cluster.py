@@ -439,7 +439,7 @@ def cluster(tmp_path_factory, redis_url, postgres) -> Iterator[Cluster]:
     )
     nodes_file = _write_nodes_file(root)
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != WORKER_NODE_ENV},
         **postgres,
         "DAGSTER_HOME": str(home),
         EXECUTOR_ENV: "celery",

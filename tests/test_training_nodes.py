@@ -384,7 +384,7 @@ def test_one_node_sampled_by_hand_from_the_command_line(tmp_path, small_tokenize
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != WORKER_NODE_ENV},
         "DAGSTER_HOME": str(home),
         settings.DATA_ROOT_ENV: str(data),
         TRAINING_NODES_ENV: str(nodes_file),
