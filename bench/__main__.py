@@ -1,0 +1,428 @@
+"""Every benchmark of issue 7 in one command: ``python -m bench`` (``make bench``).
+
+    python -m bench [--size small|medium|large|FACTOR] [--only STAGE ...] [--skip STAGE ...]
+                    [--work-dir DIR] [--output PATH | --no-write] [--json PATH]
+
+Stages, each on generated data, each at three sizes (its scale curve):
+
+- ``tokenization``: the Rust encoder end to end against the ``tokenizers`` package's
+  ``encode_batch`` in data_io's configuration (``bench/tokenization.py``);
+- ``sampling``: our sampler against data_io's algorithm and the memory-copy bound
+  (``bench/sampling.py``);
+- ``cleaning``: streaming cleaning's peak memory against data_io's whole-list approach
+  (``bench/cleaning_memory.py``);
+- ``dagster``: a no-op incremental rebuild of 2,000 tokenized partitions and a sensor tick
+  over 10,000 cleaned files (``bench/dagster_overhead.py``).
+
+``--size`` scales the data: ``small`` (factor 1, the default: a few minutes on 2 cores),
+``medium`` (4), ``large`` (10), ``tiny`` (0.01, a smoke run) or any positive factor;
+:func:`plan` says what each factor means per stage. The command prints the table of ratios
+against the baselines measured in the same run and writes ``docs/BENCHMARKS.md`` (machine,
+command, figures); it exits non-zero if a stage failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.report import (
+    DOC_PATH,
+    Ratio,
+    StageReport,
+    growth_line,
+    load_average,
+    machine_info,
+    markdown_document,
+    ratio_table,
+)
+
+# "tiny" is a smoke run (tests/test_bench.py): every stage and figure, on toy data.
+SIZES = {"tiny": 0.01, "small": 1.0, "medium": 4.0, "large": 10.0}
+STAGE_NAMES = ("tokenization", "sampling", "cleaning", "dagster")
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one size factor means for every stage (three points per scale curve)."""
+
+    factor: float
+    tokenization_mb: tuple[float, float, float]
+    sampling_tokens: tuple[int, int, int]
+    sampling_repeats: int
+    cleaning_records: int  # at 1x; the curve is 1x, 3x, 10x
+    cleaning_scales: tuple[int, int, int]
+    dagster_partitions: tuple[int, int, int]
+    dagster_sample: int  # no-op runs measured per partition count
+    sensor_files: tuple[int, int, int]
+
+
+def plan(factor: float) -> Plan:
+    """The sizes of every stage for a factor; factor 1 is ``small``.
+
+    Below 1 every count shrinks (down to a tiny smoke run); from 1 up, the Dagster stage keeps
+    the issue's 2,000 partitions and 10,000 files and measures more runs instead.
+    """
+    if factor <= 0:
+        raise ValueError(f"size factor must be positive, got {factor}")
+    shrink = min(factor, 1.0)
+
+    def curve(base: Sequence[float], minimum: int) -> tuple[int, int, int]:
+        return tuple(max(minimum + i, round(value)) for i, value in enumerate(base))
+
+    return Plan(
+        factor=factor,
+        tokenization_mb=tuple(round(mb * factor, 3) for mb in (4, 16, 64)),
+        sampling_tokens=curve([t * factor for t in (4e6, 16e6, 64e6)], 10_000),
+        sampling_repeats=3 if factor >= 0.5 else 1,
+        cleaning_records=max(50, round(20_000 * factor)),
+        cleaning_scales=(1, 3, 10),
+        dagster_partitions=curve([n * shrink for n in (500, 1_000, 2_000)], 2),
+        dagster_sample=max(1, round(10 * factor)),
+        sensor_files=curve([n * shrink for n in (2_500, 5_000, 10_000)], 5),
+    )
+
+
+def parse_size(value: str) -> float:
+    if value in SIZES:
+        return SIZES[value]
+    try:
+        factor = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {', '.join(SIZES)} or a positive number, got {value!r}"
+        ) from None
+    if factor <= 0:
+        raise argparse.ArgumentTypeError(f"size factor must be positive, got {value}")
+    return factor
+
+
+# -- stages --------------------------------------------------------------------------------------
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:,.0f} MiB"
+
+
+def sampling_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.sampling import WITHIN_BOUND_TARGET, run_sampling_benchmark
+
+    result = run_sampling_benchmark(
+        p.sampling_tokens, p.sampling_repeats, work_dir=work_dir, log=log
+    )
+    top = result.largest
+    ratios = [
+        Ratio(
+            figure=f"speedup over data_io's algorithm (time, {top.tokens:,} tokens, 10 epochs)",
+            ours=f"{top.seconds['ours']:.2f} s",
+            baseline=f"{top.seconds['data_io']:.2f} s",
+            ratio=result.speedup_vs_data_io,
+            target="> 1x",
+            met=(result.speedup_vs_data_io or 0) > 1,
+        ),
+        Ratio(
+            figure="time over the memory-copy bound of the same bytes",
+            ours=f"{top.seconds['ours']:.2f} s",
+            baseline=f"{top.seconds['bound']:.2f} s",
+            ratio=result.within_bound,
+            target=f"<= {WITHIN_BOUND_TARGET:g}x",
+            met=(result.within_bound or float("inf")) <= WITHIN_BOUND_TARGET,
+        ),
+        Ratio(
+            figure="time over copy bound + SHA-256 of the same bytes (ours writes manifest.json)",
+            ours=f"{top.seconds['ours']:.2f} s",
+            baseline=f"{top.seconds['bound'] + top.hash_seconds:.2f} s",
+            ratio=result.within_hashed_bound,
+        ),
+        Ratio(
+            figure="every data_io file written with data_io's bytes",
+            ours="yes" if result.outputs_identical else "no",
+            baseline="",
+            ratio=None,
+            target="identical",
+            met=result.outputs_identical is True,
+        ),
+    ]
+    sizes = [s.tokens for s in result.sizes]
+    growth = [
+        growth_line("ours, time", sizes, [s.seconds["ours"] for s in result.sizes], "time"),
+        growth_line(
+            "ours, peak anonymous memory",
+            sizes,
+            [s.peak_anon_bytes["ours"] for s in result.sizes],
+            "memory",
+        ),
+        growth_line("data_io, time", sizes, [s.seconds["data_io"] for s in result.sizes], "time"),
+    ]
+    section = (
+        "`bench/sampling.py`: a synthetic tokenized root (200 task folders: capped and uncapped "
+        "FLAN-like tasks, an upsampled family, a drop-mode family, over-long rows and too-short "
+        "responses), sampled 10 epochs deep by our `hrm_assets.sampling.sample_tokenized`, by "
+        "data_io's `sample_tokenized.py` algorithm restated in the bench file, and by the copy "
+        "bound (the same token bytes cast into one `.npy` plus the epochs' index arrays, with "
+        "the same fsyncs, nothing else). Each method ran "
+        f"{result.repeats} time(s) per size in fresh processes, interleaved; the figure is its "
+        f"best run (CPU seconds: of that run, all threads). Work folder: "
+        f"{result.work_filesystem}. Peak RSS counts file pages a process mapped (data_io maps "
+        "its whole output); peak anonymous memory is the process's own heap and arrays. Ours "
+        "also writes `manifest.json` (issue 6): the SHA-256 of every array, which the bound "
+        "does not compute; the hashing of the same bytes is timed apart.\n\n"
+        + result.table()
+        + "\n\n"
+        + "\n".join(line for line in growth if line)
+    )
+    return StageReport("sampling", "Sampling", ratios, section, result.as_dict())
+
+
+def cleaning_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.cleaning_memory import (
+        RSS_RATIO_TARGET,
+        SHARD_RECORDS,
+        run_cleaning_memory_benchmark,
+    )
+
+    shard = min(SHARD_RECORDS, max(10, p.cleaning_records // 4))
+    result = run_cleaning_memory_benchmark(
+        p.cleaning_records, p.cleaning_scales, work_dir=work_dir, shard_records=shard, log=log
+    )
+    low, high = min(result.scales), max(result.scales)
+    ours, theirs = result.get("streaming", high), result.get("data_io", high)
+    ratios = [
+        Ratio(
+            figure=f"peak RSS growth, {high}x rows over {low}x (streaming; baseline: data_io's)",
+            ours=f"{result.rss_ratio('streaming'):.2f}x",
+            baseline=f"{result.rss_ratio('data_io'):.2f}x",
+            ratio=result.rss_ratio("streaming"),
+            target=f"< {RSS_RATIO_TARGET:g}x and < 2 GiB",
+            met=result.meets_target,
+        ),
+        Ratio(
+            figure=f"peak RSS at {high}x rows, data_io / streaming",
+            ours=_mib(ours.peak_rss_bytes),
+            baseline=_mib(theirs.peak_rss_bytes),
+            ratio=theirs.peak_rss_bytes / ours.peak_rss_bytes,
+        ),
+        Ratio(
+            figure=f"time at {high}x rows, data_io / streaming",
+            ours=f"{ours.seconds:.1f} s",
+            baseline=f"{theirs.seconds:.1f} s",
+            ratio=theirs.seconds / ours.seconds if ours.seconds else None,
+        ),
+    ]
+    streaming = [m for m in result.measurements if m.method == "streaming"]
+    growth = [
+        growth_line(
+            "streaming, time",
+            [m.records for m in streaming],
+            [m.seconds for m in streaming],
+            "time",
+        ),
+        growth_line(
+            "streaming, peak RSS",
+            [m.records for m in streaming],
+            [m.peak_rss_bytes for m in streaming],
+            "memory",
+        ),
+    ]
+    section = (
+        "`bench/cleaning_memory.py`: the GSM8K source on synthetic Hub-schema shards of "
+        f"{shard:,} records, cleaned by `hrm_assets.cleaning.clean_source` (streaming) and by "
+        "data_io's whole-list approach, each run in a fresh process (peak RSS: the child's "
+        "VmHWM). One run per method and size.\n\n"
+        + result.table()
+        + "\n\n"
+        + "\n".join(line for line in growth if line)
+    )
+    return StageReport("cleaning", "Cleaning (peak memory)", ratios, section, result.as_dict())
+
+
+def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.dagster_overhead import run_dagster_overhead_benchmark
+
+    result = run_dagster_overhead_benchmark(
+        p.dagster_partitions, p.dagster_sample, p.sensor_files, work_dir=work_dir, log=log
+    )
+    top, tick = result.rebuild[-1], result.sensor[-1]
+    skip_total = top.partitions * top.mean("skip_check")
+    how = f"{top.sample} runs measured, extrapolated" if top.extrapolated else "every run"
+    ratios = [
+        Ratio(
+            figure=f"no-op rebuild of {top.partitions:,} partitions ({how}), "
+            "over the skip checks alone",
+            ours=f"{top.rebuild_seconds:,.0f} s",
+            baseline=f"{skip_total:,.2f} s",
+            ratio=top.rebuild_seconds / skip_total if skip_total else None,
+            target="measured",
+        ),
+        Ratio(
+            figure="one no-op partition: Dagster run over the asset body invoked directly",
+            ours=f"{1e3 * top.mean('noop_run'):,.0f} ms",
+            baseline=f"{1e3 * top.mean('asset_body'):,.1f} ms",
+            ratio=top.mean("noop_run") / top.mean("asset_body"),
+            target="measured",
+        ),
+        Ratio(
+            figure=f"steady sensor tick over {tick.files:,} cleaned files, over the scan alone",
+            ours=f"{tick.steady_seconds:.2f} s",
+            baseline=f"{tick.scan_seconds:.2f} s",
+            ratio=tick.steady_seconds / tick.scan_seconds if tick.scan_seconds else None,
+            target="measured",
+        ),
+    ]
+    counts = [pt.partitions for pt in result.rebuild]
+    files = [pt.files for pt in result.sensor]
+    growth = [
+        growth_line(
+            "no-op run per partition",
+            counts,
+            [pt.mean("noop_run") for pt in result.rebuild],
+            "time",
+        ),
+        growth_line(
+            "asset body per partition",
+            counts,
+            [pt.mean("asset_body") for pt in result.rebuild],
+            "time",
+        ),
+        growth_line(
+            "steady sensor tick", files, [pt.steady_seconds for pt in result.sensor], "time"
+        ),
+    ]
+    section = (
+        "`bench/dagster_overhead.py`, in-process execution on a fresh SQLite `DAGSTER_HOME` "
+        "per point. **No-op rebuild**: N one-row cleaned FLAN files registered as dynamic "
+        "partitions of `tokenized/flan` and materialized once; then the same partitions are "
+        "materialized again (each run skips: same file, tokenizer and framing). Per partition: "
+        "the Dagster run of job `tokenize_flan` (asset step and its blocking check), the asset "
+        "body invoked directly (no run; it scans the cleaned tree for its file and rehashes the "
+        "tokenizer), and `tokenize_file`'s skip path alone (tokenizer loaded once). The asset "
+        "reads `context.partition_key`, so a rebuild is one run per partition; "
+        f"{top.sample} runs per point were measured, spread evenly over the keys, and the total "
+        "is N times their mean where fewer than N ran. Deployed runs also pay a process launch "
+        "per run: these are lower bounds. **Sensor tick**: `cleaned_files_sensor` evaluated "
+        "with `dg.build_sensor_context` over cleaned files spread across five routed sources; "
+        "first tick (all new), registering its partitions, then a steady tick (no change; best "
+        "of two).\n\n" + result.table() + "\n\n" + "\n".join(line for line in growth if line)
+    )
+    return StageReport("dagster", "Dagster overhead", ratios, section, result.as_dict())
+
+
+def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    try:
+        from bench.tokenization import run_tokenization_benchmark
+    except ImportError as exc:
+        raise StageUnavailable(f"bench/tokenization.py is not available ({exc})") from None
+    figures = run_tokenization_benchmark(p.tokenization_mb[-1])
+    section = "```json\n" + json.dumps(figures, indent=2, default=str) + "\n```"
+    return StageReport("tokenization", "Tokenization", [], section, figures)
+
+
+class StageUnavailable(RuntimeError):
+    """The stage's benchmark module is missing: reported, not a failure of the run."""
+
+
+STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
+    "tokenization": tokenization_stage,
+    "sampling": sampling_stage,
+    "cleaning": cleaning_stage,
+    "dagster": dagster_stage,
+}
+TITLES = {
+    "tokenization": "Tokenization",
+    "sampling": "Sampling",
+    "cleaning": "Cleaning (peak memory)",
+    "dagster": "Dagster overhead",
+}
+
+
+def run_stage(
+    name: str, p: Plan, work_dir: Path | None = None, log: Log | None = None
+) -> StageReport:
+    """Run one stage; a failure becomes the report's ``error`` (traceback on stderr)."""
+    log = log or (lambda message: None)
+    started = time.monotonic()
+    try:
+        report = STAGES[name](p, work_dir / name if work_dir else None, log)
+    except StageUnavailable as exc:
+        report = StageReport(name, TITLES[name], error=str(exc), unavailable=True)
+    except Exception as exc:  # noqa: BLE001 - one failed stage must not hide the others
+        traceback.print_exc()
+        report = StageReport(name, TITLES[name], error=f"failed: {type(exc).__name__}: {exc}")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--size",
+        type=parse_size,
+        default=SIZES["small"],
+        metavar="small|medium|large|FACTOR",
+        help="data size (default: small)",
+    )
+    parser.add_argument("--only", nargs="+", choices=STAGE_NAMES, default=None)
+    parser.add_argument("--skip", nargs="+", choices=STAGE_NAMES, default=[])
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep work files here (default: temporary folders)",
+    )
+    parser.add_argument("--output", type=Path, default=DOC_PATH, help="Markdown report path")
+    parser.add_argument("--no-write", action="store_true", help="print only, write no report")
+    parser.add_argument("--json", type=Path, default=None, help="also save every figure here")
+    args = parser.parse_args(argv)
+    size_label = next((k for k, v in SIZES.items() if v == args.size), f"{args.size:g}")
+    names = [n for n in (args.only or STAGE_NAMES) if n not in args.skip]
+    p = plan(args.size)
+
+    def log(message: str) -> None:
+        print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+    command = " ".join(["python -m bench", *argv])
+    machine, load_before = machine_info(), load_average()
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    clock = time.monotonic()
+    reports = []
+    for name in names:
+        log(f"stage {name}")
+        reports.append(run_stage(name, p, args.work_dir, log))
+        log(
+            f"stage {name}: {reports[-1].seconds:,.0f} s"
+            + (f" ({reports[-1].error})" if reports[-1].error else "")
+        )
+    total = time.monotonic() - clock
+    print(ratio_table(reports))
+    if not args.no_write:
+        document = markdown_document(
+            command, size_label, machine, reports, started, load_before, load_average(), total
+        )
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(document, encoding="utf-8")
+        log(f"wrote {args.output}")
+    if args.json:
+        figures = {
+            "command": command,
+            "plan": asdict(p),
+            "machine": machine,
+            "stages": [r.as_dict() for r in reports],
+        }
+        args.json.write_text(json.dumps(figures, indent=2, default=str), encoding="utf-8")
+    return 1 if any(r.error and not r.unavailable for r in reports) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,210 @@
+"""``python -m bench`` at its smallest configuration (``--size tiny``): the sampling and Dagster
+stages run end to end and their figures are consistent. No wall-time assertions: only that
+every figure exists, has the right sign and order of magnitude, and agrees with the others."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from bench import __main__ as runner
+from bench import sampling as sampling_bench
+from bench.dagster_overhead import sample_keys
+from bench.report import StageReport, machine_info, markdown_document, ratio_table
+from hrm_assets.sampling import make_config, sample_tokenized
+
+TINY = runner.plan(runner.SIZES["tiny"])
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def sampling_report(tmp_path_factory) -> StageReport:
+    return runner.run_stage("sampling", TINY, tmp_path_factory.mktemp("bench"))
+
+
+@pytest.fixture(scope="module")
+def dagster_report(tmp_path_factory) -> StageReport:
+    return runner.run_stage("dagster", TINY, tmp_path_factory.mktemp("bench"))
+
+
+def test_plan_keeps_the_issue_counts_from_small_up_and_shrinks_below():
+    small, large = runner.plan(1), runner.plan(10)
+    assert small.dagster_partitions == (500, 1_000, 2_000)
+    assert small.sensor_files == (2_500, 5_000, 10_000)
+    assert large.dagster_partitions[-1] == 2_000 and large.dagster_sample == 100
+    assert large.sampling_tokens == tuple(10 * n for n in small.sampling_tokens)
+    for p in (TINY, small, large):
+        for curve in (p.sampling_tokens, p.dagster_partitions, p.sensor_files):
+            assert len(curve) == 3 and curve[0] < curve[1] < curve[2]
+    assert TINY.dagster_partitions[-1] < 100 and TINY.sensor_files[-1] < 1_000
+    assert runner.parse_size("medium") == 4.0 and runner.parse_size("2.5") == 2.5
+    for bad in ("huge", "0", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            runner.parse_size(bad)
+    with pytest.raises(ValueError, match="positive"):
+        runner.plan(0)
+
+
+def test_sampling_stage_measures_three_sizes_with_identical_bytes(sampling_report):
+    assert sampling_report.error is None, sampling_report.error
+    figures = sampling_report.figures
+    sizes = figures["sizes"]
+    assert [s["tokens"] for s in sizes] == sorted(s["tokens"] for s in sizes)
+    assert len(sizes) == 3 and sizes[0]["tokens"] < sizes[-1]["tokens"]
+    for size in sizes:
+        assert set(size["seconds"]) == set(sampling_bench.METHODS)
+        for method in sampling_bench.METHODS:
+            assert size["seconds"][method] > 0 and size["cpu_seconds"][method] > 0
+            assert len(size["all_seconds"][method]) == TINY.sampling_repeats
+            assert size["seconds"][method] == min(size["all_seconds"][method])
+            # A Python process with numpy loaded; toy data stays far under 2 GiB.
+            assert 10 * 2**20 < size["peak_rss_bytes"][method] < 2 * GIB
+            assert 0 < size["peak_anon_bytes"][method] <= size["peak_rss_bytes"][method]
+        assert size["identical"] is True  # every data_io file, byte for byte
+        assert size["extra_files"] == ["manifest.json"]
+        assert size["bound_same_tokens"] is True
+        assert 0 < size["epoch_rows"] <= size["rows"]
+        # tokens.npy as uint16 plus 10 epochs of four int64 arrays.
+        assert size["bytes_moved"] == 2 * size["tokens"] + 10 * 4 * 8 * size["epoch_rows"]
+        assert size["hash_seconds"] > 0
+    assert figures["outputs_identical"] is True
+
+
+def test_sampling_ratios_follow_the_figures(sampling_report):
+    top = sampling_report.figures["sizes"][-1]
+    speedup, within, hashed, identical = sampling_report.ratios
+    assert speedup.ratio == pytest.approx(top["seconds"]["data_io"] / top["seconds"]["ours"])
+    assert speedup.met == (speedup.ratio > 1)
+    assert within.ratio == pytest.approx(top["seconds"]["ours"] / top["seconds"]["bound"])
+    assert within.met == (within.ratio <= sampling_bench.WITHIN_BOUND_TARGET)
+    assert hashed.ratio == pytest.approx(
+        top["seconds"]["ours"] / (top["seconds"]["bound"] + top["hash_seconds"])
+    )
+    assert hashed.ratio < within.ratio
+    assert identical.met is True
+    assert "| bound |" in sampling_report.section and "| data_io |" in sampling_report.section
+
+
+def test_data_io_restatement_matches_our_sampler_on_other_seeds(tmp_path):
+    corpus = sampling_bench.write_synthetic_corpus(tmp_path / "corpus", 60_000)
+    for seed, epochs in ((3, 2), (11, 4)):
+        ours, theirs = tmp_path / f"ours-{seed}", tmp_path / f"theirs-{seed}"
+        sample_tokenized(
+            make_config(
+                tokenized_path=corpus.root,
+                output_path=ours,
+                prefix_config_path=corpus.rules_path,
+                seed=seed,
+                epochs=epochs,
+            )
+        )
+        report = sampling_bench.sample_like_data_io(
+            corpus.root, theirs, corpus.rules_path, seed=seed, epochs=epochs
+        )
+        theirs_files = sampling_bench.tree_sha256(theirs)
+        ours_files = sampling_bench.tree_sha256(ours)
+        assert len(theirs_files) == 2 + 4 * epochs
+        assert {k: ours_files[k] for k in theirs_files} == theirs_files
+        assert report["GLOBAL"]["covered_rows"] == epochs * corpus.epoch_rows
+        assert report["GLOBAL"]["rows"] <= corpus.rows
+        tokens = np.load(theirs / "tokens.npy")
+        assert tokens.dtype == np.uint16 and len(tokens) == corpus.tokens
+
+
+def test_copy_bound_writes_the_bytes_it_claims(tmp_path):
+    corpus = sampling_bench.write_synthetic_corpus(tmp_path / "corpus", 40_000)
+    out = tmp_path / "bound"
+    written = sampling_bench.copy_bound(corpus.root, out, corpus.epoch_rows, epochs=3)
+    arrays = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.npy"))
+    assert len(arrays) == 1 + 3 * 4
+    assert written == 2 * corpus.tokens + 3 * 4 * 8 * corpus.epoch_rows
+    sources = [np.load(p / "tokens.npy") for p in sorted(corpus.root.iterdir()) if p.is_dir()]
+    assert np.array_equal(np.load(out / "tokens.npy"), np.concatenate(sources).astype(np.uint16))
+
+
+def test_dagster_stage_every_noop_partition_skips_and_every_file_registers(dagster_report):
+    assert dagster_report.error is None, dagster_report.error
+    figures = dagster_report.figures
+    assert figures["sane"] is True
+    rebuild = figures["rebuild"]
+    assert [p["partitions"] for p in rebuild] == list(TINY.dagster_partitions)
+    for point in rebuild:
+        sample = min(TINY.dagster_sample, point["partitions"])
+        assert point["sample"] == sample
+        # The asset's step and its blocking checks.
+        assert "tokenized__flan" in point["steps"] and len(point["steps"]) >= 2
+        assert all(step.startswith("tokenized__flan") for step in point["steps"])
+        assert point["skipped"] == {"noop_run": sample, "asset_body": sample, "skip_check": sample}
+        for layer, runs in point["seconds"].items():
+            assert len(runs) == sample and all(t > 0 for t in runs), layer
+        # A run does the asset body and more; the body does the skip check and more.
+        run, body = point["seconds"]["noop_run"], point["seconds"]["asset_body"]
+        skip = point["seconds"]["skip_check"]
+        assert sum(run) > sum(body) > sum(skip)
+        assert 0 < point["dagster_share"] < 1
+        assert point["extrapolated"] == (sample < point["partitions"])
+        mean_run = sum(run) / sample
+        assert point["rebuild_seconds"] == pytest.approx(point["partitions"] * mean_run)
+        assert 50 * 2**20 < point["peak_rss_bytes"] < 2 * GIB
+    sensor = figures["sensor"]
+    assert [p["files"] for p in sensor] == list(TINY.sensor_files)
+    for point in sensor:
+        assert point["scanned"] == point["first_tick_added"] == point["files"]
+        assert point["steady_tick_requests"] == 0
+        assert point["steady_seconds"] == min(point["steady_tick_seconds"])
+        assert point["steady_seconds"] > 0 and point["scan_seconds"] > 0
+        assert point["first_tick_seconds"] > 0 and point["register_seconds"] > 0
+
+
+def test_dagster_ratios_follow_the_figures(dagster_report):
+    top = dagster_report.figures["rebuild"][-1]
+    rebuild, per_run, tick = dagster_report.ratios
+    skip_total = top["partitions"] * sum(top["seconds"]["skip_check"]) / top["sample"]
+    assert rebuild.ratio == pytest.approx(top["rebuild_seconds"] / skip_total)
+    body = sum(top["seconds"]["asset_body"]) / top["sample"]
+    run = sum(top["seconds"]["noop_run"]) / top["sample"]
+    assert per_run.ratio == pytest.approx(run / body)
+    last = dagster_report.figures["sensor"][-1]
+    assert tick.ratio == pytest.approx(last["steady_seconds"] / last["scan_seconds"])
+    assert all(r.met is None and r.target == "measured" for r in dagster_report.ratios)
+
+
+def test_sample_keys_spread_over_the_range():
+    keys = [f"k{i:03d}" for i in range(100)]
+    assert sample_keys(keys, 3) == ["k000", "k050", "k099"]
+    assert sample_keys(keys, 1) == ["k050"]
+    assert sample_keys(keys[:4], 10) == keys[:4]
+
+
+def test_report_document_names_the_machine_command_and_every_stage(
+    sampling_report, dagster_report, tmp_path
+):
+    missing = StageReport("tokenization", "Tokenization", error="module absent", unavailable=True)
+    stages = [missing, sampling_report, dagster_report]
+    machine = machine_info()
+    assert machine["cores"].split()[0].isdigit() and machine["ram"].endswith("GiB")
+    assert machine["python"].startswith("CPython 3.")
+    document = markdown_document(
+        "python -m bench --size tiny",
+        "tiny",
+        machine,
+        stages,
+        "today",
+        "1 / 1 / 1",
+        "2 / 2 / 2",
+        12.0,
+    )
+    assert document.startswith("# Benchmarks\n")
+    assert "`python -m bench --size tiny`" in document
+    for heading in ("## Machine", "## Summary", "## Sampling", "## Dagster overhead"):
+        assert heading in document
+    assert machine["cpu"] in document
+    table = ratio_table(stages)
+    assert "| Tokenization | not measured: module absent |" in table
+    rows = [line for line in table.splitlines() if line.startswith("| Sampling |")]
+    assert len(rows) == len(sampling_report.ratios)
+    figures = json.dumps([s.as_dict() for s in stages], default=str)
+    assert json.loads(figures)[1]["figures"]["outputs_identical"] is True
