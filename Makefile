@@ -13,9 +13,10 @@ demo: install
 
 test: install
 	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -m slow
 
 test-fast: install
-	$(PYTHON) -m pytest -q -m 'not slow'
+	$(PYTHON) -m pytest -q
 
 bench: install
 	$(PYTHON) -m bench

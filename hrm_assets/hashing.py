@@ -34,3 +34,15 @@ def value_sha256(value: object) -> str:
     """Stable hash of a JSON-serialisable value (keys sorted)."""
     encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def listing_sha256(root: Path) -> str:
+    """Hash of the names, sizes and mtimes of every file under ``root`` (cheap; for detecting
+    that an output we wrote was touched, never for versioning inputs)."""
+    root = Path(root)
+    entries = sorted(
+        (path.relative_to(root).as_posix(), path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file()
+    )
+    return value_sha256(entries)

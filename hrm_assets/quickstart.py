@@ -35,7 +35,7 @@ def _step(message: str) -> None:
 
 
 def materialize_graph(defs, instance, vocab_size: int = 4096, epochs: int = 10, log=_step) -> bool:
-    """Clean, train, tokenize every registered partition and sample, in that order.
+    """Observe, clean, train, tokenize every registered partition and sample, in that order.
 
     Each step is a Dagster run recorded in ``instance``; unchanged work is skipped inside the
     assets, so calling this again redoes only what changed. Returns False on the first failure.
@@ -43,6 +43,10 @@ def materialize_graph(defs, instance, vocab_size: int = 4096, epochs: int = 10, 
     from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
     from hrm_assets.sources import SOURCES
 
+    log("observing raw sources")
+    observe = defs.resolve_job_def("observe_raw_sources")
+    if not observe.execute_in_process(instance=instance, raise_on_error=False).success:
+        return False
     log("cleaning every source and training the tokenizer")
     result = defs.resolve_job_def("clean_and_train_tokenizer").execute_in_process(
         instance=instance,

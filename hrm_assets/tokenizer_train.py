@@ -33,6 +33,7 @@ from tokenizers import (
 )
 
 from hrm_assets.atomic import atomic_write_bytes, atomic_write_text
+from hrm_assets.build_record import read_record
 from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.layout import CleanedFile, scan_cleaned_files
 from hrm_assets.prefix_config import PrefixRule, rule_for
@@ -144,14 +145,18 @@ class TokenizerOutcome:
     path: Path
     sha256: str
     vocab_size: int
-    trained: bool  # False when adopted from a given file or reused because inputs are unchanged
+    trained: bool  # False when adopted from a given file or kept from an earlier training
     documents: int
-    inputs_sha256: str
+    corpus_changed: bool = False  # kept, although the cleaned corpus changed since training
 
 
-def _inputs_fingerprint(files: list[CleanedFile], **settings: object) -> str:
-    described = [(f.safe_name, f.path.stat().st_size, file_sha256(f.path)) for f in files]
-    return value_sha256({"files": described, "settings": settings, "special": SPECIAL_TOKENS})
+def _corpus_fingerprint(files: list[CleanedFile]) -> str:
+    return value_sha256([(f.safe_name, f.path.stat().st_size, file_sha256(f.path)) for f in files])
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if not path.exists() or path.read_bytes() != data:
+        atomic_write_bytes(path, data)
 
 
 def build_tokenizer(
@@ -161,41 +166,50 @@ def build_tokenizer(
     vocab_size: int = DEFAULT_VOCAB_SIZE,
     seed: int = 0,
     adopt_path: Path | None = None,
+    retrain: bool = False,
     log: Callable[[str], None] = lambda message: None,
 ) -> TokenizerOutcome:
     """Write ``out_path`` (a ``tokenizer.json``): adopt ``adopt_path``, or train on the corpus.
 
-    Training is skipped when the cleaned files and settings are those the existing
-    ``out_path`` was trained on (recorded next to it), so an unchanged corpus keeps its
-    tokenizer byte for byte. The file is replaced atomically.
+    A new tokenizer re-tokenizes the whole corpus, so an existing one trained with the same
+    settings (vocab size, seed, rules) is kept even when the corpus changed since (reported as
+    ``corpus_changed``); ``retrain=True`` trains anew. Files are only written when their bytes
+    change, atomically.
     """
     out_path = Path(out_path)
     record_path = out_path.with_name(out_path.name + ".inputs.json")
     if adopt_path is not None:
         tokenizer = Tokenizer.from_file(str(adopt_path))
-        atomic_write_bytes(out_path, Path(adopt_path).read_bytes())
+        _write_if_changed(out_path, Path(adopt_path).read_bytes())
         record_path.unlink(missing_ok=True)
-        return TokenizerOutcome(
-            out_path, file_sha256(out_path), vocab_size_of(tokenizer), False, 0, ""
-        )
+        return TokenizerOutcome(out_path, file_sha256(out_path), vocab_size_of(tokenizer), False, 0)
 
     files = scan_cleaned_files(cleaned_root)
-    fingerprint = _inputs_fingerprint(
-        files, vocab_size=vocab_size, seed=seed, rules=[rule.model_dump() for rule in rules]
+    settings = value_sha256(
+        {
+            "vocab_size": vocab_size,
+            "seed": seed,
+            "rules": [rule.model_dump() for rule in rules],
+            "special": SPECIAL_TOKENS,
+        }
     )
-    if out_path.exists() and record_path.exists():
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        if record.get("inputs_sha256") == fingerprint:
-            log("cleaned corpus unchanged since the last training: keeping tokenizer.json")
-            tokenizer = Tokenizer.from_file(str(out_path))
-            return TokenizerOutcome(
-                out_path,
-                file_sha256(out_path),
-                vocab_size_of(tokenizer),
-                False,
-                record.get("documents", 0),
-                fingerprint,
-            )
+    corpus = _corpus_fingerprint(files)
+    record = read_record(record_path)
+    if not retrain and out_path.exists() and record and record.get("settings") == settings:
+        changed = record.get("corpus") != corpus
+        log(
+            "keeping tokenizer.json"
+            + (": the corpus changed since training (retrain to use it)" if changed else "")
+        )
+        tokenizer = Tokenizer.from_file(str(out_path))
+        return TokenizerOutcome(
+            out_path,
+            file_sha256(out_path),
+            vocab_size_of(tokenizer),
+            False,
+            record.get("documents", 0),
+            changed,
+        )
 
     documents: list[str] = []
     for item, docs in corpus_documents([Path(cleaned_root)], rules, seed):
@@ -203,15 +217,11 @@ def build_tokenizer(
         documents.extend(docs)
     log(f"training BPE (vocab {vocab_size:,}) on {len(documents):,} documents")
     tokenizer = train_tokenizer(documents, vocab_size=vocab_size)
-    atomic_write_text(out_path, tokenizer.to_str(pretty=True))
+    _write_if_changed(out_path, tokenizer.to_str(pretty=True).encode("utf-8"))
     atomic_write_text(
-        record_path, json.dumps({"inputs_sha256": fingerprint, "documents": len(documents)})
+        record_path,
+        json.dumps({"settings": settings, "corpus": corpus, "documents": len(documents)}),
     )
     return TokenizerOutcome(
-        out_path,
-        file_sha256(out_path),
-        vocab_size_of(tokenizer),
-        True,
-        len(documents),
-        fingerprint,
+        out_path, file_sha256(out_path), vocab_size_of(tokenizer), True, len(documents)
     )

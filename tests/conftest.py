@@ -10,6 +10,10 @@ import pytest
 
 from hrm_assets.tokenizer_train import train_tokenizer
 
+# The Hugging Face Hub is unreachable here: make `datasets`/`huggingface_hub` fail fast.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REAL_RAW = Path(os.environ.get("HRM_REAL_RAW", REPO_ROOT.parent / "shared" / "real_raw"))
 
@@ -52,3 +56,7 @@ def small_tokenizer_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tokenizer") / "tokenizer.json"
     train_tokenizer(_training_documents(), vocab_size=2048).save(str(path))
     return path
+
+
+# The materialized demo graph (slow to build: one per session, copied per test).
+from graph_fixture import built_graph, graph  # noqa: E402, F401

@@ -32,5 +32,5 @@ def share_bars(shares: Mapping[str, float], width: int = 40, title: str = "Share
     lines = [f"| Name | {title} | |", "|---|---:|---|"]
     for name, share in sorted(shares.items(), key=lambda item: -item[1]):
         bar = "█" * max(0, round(share * width))
-        lines.append(f"| {name} | {share:.1%} | `{bar}` |")
+        lines.append(f"| {name} | {share:.1%} | {f'`{bar}`' if bar else ''} |")
     return "\n".join(lines)

@@ -2,10 +2,11 @@
 
 import dagster as dg
 
-from hrm_assets.defs.common.keys import RAW_PREFIX
+from hrm_assets.defs.common.keys import raw_key
+from hrm_assets.sources import SOURCES
 
 observe_raw_job = dg.define_asset_job(
     name="observe_raw_sources",
-    selection=dg.AssetSelection.groups(RAW_PREFIX),
+    selection=dg.AssetSelection.assets(*(raw_key(name) for name in SOURCES)),
     description="Observe every raw source (content hash of local files or Hub revision).",
 )

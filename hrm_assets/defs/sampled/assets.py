@@ -10,18 +10,23 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets import sampling
 from hrm_assets.analytics import category_records, render_report, summary_figures, task_records
+from hrm_assets.build_record import is_current, read_record, write_record
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
 from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
+from hrm_assets.hashing import file_sha256, listing_sha256, value_sha256
 from hrm_assets.sampling import make_config, sample_tokenized
 from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 
 NODE_TAG = "hrm/training-node"
+# The sampler's code decides the bytes of the epochs: a change to it means resampling.
+SAMPLING_CODE_VERSION = file_sha256(Path(sampling.__file__))
 
 
 class SamplingRunConfig(dg.Config):
@@ -29,6 +34,25 @@ class SamplingRunConfig(dg.Config):
     epochs: int = 10
     context_size: int = 4097
     min_resp_length: int = 2
+
+
+def _analytics_metadata(summary: dict) -> dict:
+    """Figures, tables and the Markdown report of a sampling run (as kept in its record)."""
+    figures, categories = dict(summary["figures"]), summary["categories"]
+    figures["task_count"] = figures.pop("tasks")  # "tasks" is the per-task table below
+    return {
+        "dagster/row_count": int(figures["sampled_rows"]),
+        **figures,
+        "category_token_share": dg.MetadataValue.md(
+            share_bars(
+                {c["category"]: c["sampled_token_share"] for c in categories},
+                title="Sampled tokens",
+            )
+        ),
+        "categories": table(categories),
+        "tasks": table(summary["tasks"]),
+        "analytics": dg.MetadataValue.md(summary["analytics"]),
+    }
 
 
 def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
@@ -59,33 +83,40 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             )
         fingerprint = current_fingerprint(context.instance, data_paths.prefix_config_path, node)
         output = node.output_dir(data_paths.root)
-        sampling_config = make_config(
-            tokenized_path=data_paths.tokenized_root,
-            output_path=output,
-            prefix_config_path=Path(data_paths.prefix_config_path),
-            seed=config.seed,
-            epochs=config.epochs,
-            context_size=config.context_size,
-            min_resp_length=config.min_resp_length,
+        build_key = value_sha256(
+            {"inputs": fingerprint, "config": config.model_dump(), "code": SAMPLING_CODE_VERSION}
         )
-        context.log.info(f"sampling {data_paths.tokenized_root} into {output}")
-        result = sample_tokenized(sampling_config, warn=context.log.warning)
-        figures = summary_figures(result)
-        categories = category_records(result)
+        record_path = output.parent / f".{output.name}.build.json"
+        record = read_record(record_path)
+        unchanged = output.is_dir() and is_current(record, build_key, listing_sha256(output))
+        if unchanged:
+            context.log.info(f"inputs and settings unchanged: {output} is kept as it is")
+            summary = record["summary"]
+        else:
+            sampling_config = make_config(
+                tokenized_path=data_paths.tokenized_root,
+                output_path=output,
+                prefix_config_path=Path(data_paths.prefix_config_path),
+                seed=config.seed,
+                epochs=config.epochs,
+                context_size=config.context_size,
+                min_resp_length=config.min_resp_length,
+            )
+            context.log.info(f"sampling {data_paths.tokenized_root} into {output}")
+            result = sample_tokenized(sampling_config, warn=context.log.warning)
+            summary = {
+                "figures": summary_figures(result),
+                "categories": category_records(result),
+                "tasks": task_records(result),
+                "analytics": render_report(result),
+            }
+            write_record(record_path, build_key, listing_sha256(output), summary=summary)
         return dg.MaterializeResult(
+            data_version=dg.DataVersion(build_key),
             metadata={
+                **_analytics_metadata(summary),
                 "output_path": dg.MetadataValue.path(str(output)),
-                "dagster/row_count": int(figures["sampled_rows"]),
-                **{name: value for name, value in figures.items()},
-                "category_token_share": dg.MetadataValue.md(
-                    share_bars(
-                        {c["category"]: c["sampled_token_share"] for c in categories},
-                        title="Sampled tokens",
-                    )
-                ),
-                "categories": table(categories),
-                "tasks": table(task_records(result)),
-                "analytics": dg.MetadataValue.md(render_report(result)),
+                "resampled": not unchanged,
                 "training_node": node.name,
                 "node_queue": node.queue_name(),
                 "worker_hostname": worker.hostname,
@@ -93,7 +124,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 "worker_queue": worker.queue,
                 "worker_node": worker.node,
                 FINGERPRINT_METADATA: fingerprint,
-            }
+            },
         )
 
     return sampled

@@ -19,6 +19,11 @@ class TokenizerConfig(dg.Config):
     tokenizer_path: str | None = Field(
         default=None, description="Adopt this tokenizer.json instead of training one"
     )
+    retrain: bool = Field(
+        default=False,
+        description="Train anew although a tokenizer with these settings exists (the whole "
+        "corpus is then re-tokenized)",
+    )
 
 
 @dg.asset(
@@ -40,6 +45,7 @@ def tokenizer(
         vocab_size=config.vocab_size,
         seed=config.seed,
         adopt_path=Path(config.tokenizer_path) if config.tokenizer_path else None,
+        retrain=config.retrain,
         log=context.log.info,
     )
     return dg.MaterializeResult(
@@ -49,6 +55,7 @@ def tokenizer(
             "vocab_size": outcome.vocab_size,
             "sha256": outcome.sha256,
             "trained": outcome.trained,
+            "corpus_changed_since_training": outcome.corpus_changed,
             "documents": outcome.documents,
             "special_tokens": dg.MetadataValue.json(list(SPECIAL_TOKENS)),
         },

@@ -1,0 +1,87 @@
+"""A materialized demo graph shared by the incremental and automation tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.instance.ref import InstanceRef
+
+from hrm_assets.definitions import build_definitions
+from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.demo import write_demo_corpus
+from hrm_assets.quickstart import materialize_graph
+from hrm_assets.settings import default_prefix_config_path
+
+VOCAB = 1024
+EPOCHS = 2
+
+
+class Graph:
+    """A materialized demo graph in ``root`` (data, raw corpus and Dagster home)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.data = root / "data"
+        self.raw = root / "raw"
+        self.home = root / "home"
+        self.paths = DataPaths(
+            data_root=str(self.data),
+            raw_root=str(self.raw),
+            prefix_config_path=str(default_prefix_config_path()),
+        )
+        self.defs = build_definitions(self.paths)
+        self.instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
+
+    def materialize(self) -> bool:
+        return materialize_graph(self.defs, self.instance, VOCAB, EPOCHS, log=lambda m: None)
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        """(mtime_ns, size) of every output file: a rewrite changes the mtime."""
+        return {
+            str(path.relative_to(self.data)): (path.stat().st_mtime_ns, path.stat().st_size)
+            for path in self.data.rglob("*")
+            if path.is_file()
+        }
+
+    def latest_metadata(self, key: dg.AssetKey, partition: str | None = None) -> dict:
+        records = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=key, asset_partitions=[partition] if partition else None
+            ),
+            limit=1,
+        ).records
+        materialization = records[0].event_log_entry.asset_materialization
+        return {name: value.value for name, value in materialization.metadata.items()}
+
+    def materialization_count(self, key: dg.AssetKey) -> int:
+        return len(
+            self.instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key), limit=10_000
+            ).records
+        )
+
+
+@pytest.fixture(scope="session")
+def built_graph(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("graph")
+    (root / "home").mkdir()
+    (root / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    write_demo_corpus(root / "raw")
+    graph = Graph(root)
+    assert graph.materialize(), "the demo graph must materialize"
+    graph.instance.dispose()
+    return root
+
+
+@pytest.fixture
+def graph(built_graph, tmp_path) -> Graph:
+    copy = tmp_path / "graph"
+    shutil.copytree(built_graph, copy, symlinks=True)
+    graph = Graph(copy)
+    yield graph
+    graph.instance.dispose()
+
+
