@@ -80,14 +80,17 @@ def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
 
     out = tmp_path / "out"
     rng = random.Random(20261122)
-    killed = mid_write = 0
+    killed = mid_write = runs = 0
     status = None
-    for _ in range(KILLS):
-        if out.exists() and (status == 0 or rng.random() < 0.4):
-            # Lose some finished folders, so that later runs have work to be killed in.
-            for folder in rng.sample(visible(out), k=min(3, len(visible(out)))):
-                if folder.is_dir():
-                    shutil.rmtree(folder)
+    while killed < KILLS:
+        runs += 1
+        assert runs <= 3 * KILLS, f"only {killed} of {runs} runs were killed"
+        folders = [p for p in visible(out) if p.is_dir()] if out.exists() else []
+        if folders and (status == 0 or rng.random() < 0.3):
+            # Lose finished folders, so that the next run has work to be killed in.
+            low = len(folders) // 2 if status == 0 else 1
+            for folder in rng.sample(folders, k=rng.randint(max(1, low), len(folders))):
+                shutil.rmtree(folder)
         status = run_or_kill(command(out), rng.uniform(startup * 0.8, elapsed * 1.05))
         if status is None:
             killed += 1
@@ -104,7 +107,7 @@ def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
             else:
                 assert entry.name == "tokenizer_info.json"
                 assert entry.read_bytes() == expected["tokenizer_info.json"]
-    assert killed >= KILLS // 2 and mid_write >= 1
+    assert mid_write >= 1
 
     subprocess.run(command(out), cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
     # Leftovers of the killed runs (staged folders, lock files) are gone too.
@@ -158,8 +161,10 @@ def test_kill_9_during_sampling(tmp_path):
 
     out = tmp_path / "node" / "sampled"
     rng = random.Random(6)
-    killed = mid_write = 0
-    for _ in range(KILLS):
+    killed = mid_write = runs = 0
+    while killed < KILLS:
+        runs += 1
+        assert runs <= 3 * KILLS, f"only {killed} of {runs} runs were killed"
         seed = rng.choice([0, 1])
         status = run_or_kill(command(out, seed), rng.uniform(startup * 0.8, elapsed * 1.05))
         if status is None:
@@ -173,7 +178,7 @@ def test_kill_9_during_sampling(tmp_path):
             matches = [s for s, expected in references.items() if tree == expected]
             assert len(matches) == 1
             assert verify_folder(out).ok
-    assert killed >= KILLS // 2 and mid_write >= 1
+    assert mid_write >= 1
 
     subprocess.run(command(out, 1), cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
     assert tree_bytes(out) == references[1]
