@@ -53,8 +53,9 @@ class Encoder:
         Writes ``tokens.npy`` (``<u4``), ``inst_start/inst_len/resp_start/resp_len.npy``
         (``<u8``), ``metadata.json`` (``metadata_json``, a JSON object, plus ``rows``,
         ``tokens``, ``text_bytes``), ``manifest.json`` (size and SHA-256 of each array) and the
-        ownership marker into a ``.tmp-`` sibling, then renames it into place. Encodes on ``num_threads`` threads (default: one per core)
-        without holding the GIL, in batches of ``batch_rows`` rows.
+        ownership marker into a ``.tmp-`` sibling, then renames it into place. Encodes on
+        ``num_threads`` threads (default: one per core) without holding the GIL, in batches of
+        ``batch_rows`` rows.
 
         Returns ``{"rows", "tokens", "text_bytes", "seconds"}``. Raises
         ``hrm_assets.rows.RowError`` (a ``ValueError``) for a bad row or unknown condition tag,

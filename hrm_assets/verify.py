@@ -2,8 +2,9 @@
 (console script ``hrm-verify``).
 
 A PATH holding ``manifest.json`` or ``.npy`` arrays is one output folder (a tokenized file's
-folder, a sampled folder). Any other directory is a root of outputs (a tokenized root, a folder of sampled
-outputs): each of its non-hidden sub-folders is verified, and one without a manifest fails.
+folder, a sampled folder). Any other directory is a root of outputs (a tokenized root, a folder
+of sampled outputs): each of its non-hidden sub-folders is verified, and one without a manifest
+fails.
 
 Prints one line per folder (``ok`` or ``FAIL`` and the problems, each naming the file) and a
 summary. Exit status: 0 when every folder is intact, 1 when any is not (or a PATH is missing or

@@ -194,7 +194,7 @@ def _bad_setup(kind: str, tmp_path: Path, cleaned: Path, out: Path, tok: Path) -
         return [*base, "-t", tmp_path / "tokdir"], 1, "tokdir: no tokenizer found"
     if kind == "tokenizer-without-framing":
         plain = tokenizer_without_framing(tmp_path / "plain.json")
-        return [*base, "-t", plain], 1, "token \"<|object_ref_end|>\" is not in the tokenizer"
+        return [*base, "-t", plain], 1, 'token "<|object_ref_end|>" is not in the tokenizer'
     if kind == "condition-token-missing":
         args = [*base, "-t", tok, "--conditions", "cot=<|no_such|>"]
         return args, 1, "condition 'cot' token \"<|no_such|>\""
@@ -254,7 +254,7 @@ def test_bad_tokenizer_exits_1_as_a_command(tmp_path):
     )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
-    assert "token \"<|object_ref_end|>\" is not in the tokenizer's vocabulary" in result.stderr
+    assert 'token "<|object_ref_end|>" is not in the tokenizer\'s vocabulary' in result.stderr
     assert not (tmp_path / "o").exists()
 
 
