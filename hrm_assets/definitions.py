@@ -21,12 +21,18 @@ from hrm_assets.defs.tokenized.jobs import TOKENIZE_JOBS
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 from hrm_assets.defs.tokenizer.assets import tokenizer
 
-defs = dg.Definitions(
-    assets=[*RAW_ASSETS, *CLEANED_ASSETS, tokenizer, *TOKENIZED_ASSETS, *SAMPLED_ASSETS],
-    asset_checks=[*CLEANED_CHECKS, *TOKENIZED_CHECKS, *SAMPLED_CHECKS],
-    jobs=[observe_raw_job, clean_job, *TOKENIZE_JOBS.values(), sample_job],
-    schedules=[rebuild_schedule],
-    sensors=[cleaned_files_sensor, AUTOMATION_SENSOR, sampled_epochs_sensor],
-    resources={"data_paths": DataPaths.from_environment()},
-    executor=executor_from_environment(),
-)
+
+def build_definitions(data_paths: DataPaths | None = None) -> dg.Definitions:
+    """The whole graph; ``data_paths`` defaults to the environment (``HRM_DATA_ROOT``, ...)."""
+    return dg.Definitions(
+        assets=[*RAW_ASSETS, *CLEANED_ASSETS, tokenizer, *TOKENIZED_ASSETS, *SAMPLED_ASSETS],
+        asset_checks=[*CLEANED_CHECKS, *TOKENIZED_CHECKS, *SAMPLED_CHECKS],
+        jobs=[observe_raw_job, clean_job, *TOKENIZE_JOBS.values(), sample_job],
+        schedules=[rebuild_schedule],
+        sensors=[cleaned_files_sensor, AUTOMATION_SENSOR, sampled_epochs_sensor],
+        resources={"data_paths": data_paths or DataPaths.from_environment()},
+        executor=executor_from_environment(),
+    )
+
+
+defs = build_definitions()

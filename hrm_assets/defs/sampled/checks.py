@@ -3,6 +3,7 @@ every array still has the size and SHA-256 its ``manifest.json`` records."""
 
 import dagster as dg
 
+from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG
 from hrm_assets.defs.common.keys import sampled_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.checks import manifest_check_result
@@ -24,6 +25,7 @@ def build_sampled_check(node: TrainingNode) -> dg.AssetChecksDefinition:
         asset=sampled_key(node.name),
         name="epochs_consistent",
         blocking=True,
+        op_tags={CELERY_QUEUE_TAG: node.queue_name()},  # reads that node's local output
         description="Folder present (RAM disks are wiped on reboot), epoch count as materialized, "
         "every span inside tokens.npy, dtype fits the vocab.",
     )
@@ -45,6 +47,7 @@ def build_sampled_manifest_check(node: TrainingNode) -> dg.AssetChecksDefinition
         asset=sampled_key(node.name),
         name="manifest_valid",
         blocking=True,
+        op_tags={CELERY_QUEUE_TAG: node.queue_name()},
         description="tokens.npy and every epoch's arrays have the size and SHA-256 recorded in "
         "manifest.json, and no array is unlisted (the function behind hrm-verify).",
     )

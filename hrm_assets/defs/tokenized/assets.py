@@ -7,6 +7,7 @@ the same data version, so nothing downstream becomes stale.
 import dagster as dg
 
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
+from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
@@ -27,7 +28,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         deps=[cleaned_key(spec.name), TOKENIZER_KEY],
         partitions_def=TOKENIZED_PARTITIONS[spec.name],
         kinds={"rust", "numpy"},
-        op_tags={"dagster-celery/queue": "dagster"},
+        op_tags={CELERY_QUEUE_TAG: GENERAL_QUEUE},
         description=f"data_io's token arrays of each cleaned file of {spec.name}",
         code_version="1",
         automation_condition=on_upstream_data_change(),
