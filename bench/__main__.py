@@ -86,7 +86,7 @@ def plan(factor: float) -> Plan:
         cleaning_records=max(50, round(20_000 * factor)),
         cleaning_scales=(1, 3, 10),
         dagster_partitions=curve([n * shrink for n in (500, 1_000, 2_000)], 2),
-        dagster_sample=max(1, round(10 * factor)),
+        dagster_sample=max(1, round(5 * factor)),
         sensor_files=curve([n * shrink for n in (2_500, 5_000, 10_000)], 5),
     )
 
@@ -263,10 +263,11 @@ def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
             target="measured",
         ),
         Ratio(
-            figure="one no-op partition: Dagster run over the asset body invoked directly",
+            figure="one no-op partition: Dagster run over its asset and check bodies invoked "
+            "directly",
             ours=f"{1e3 * top.mean('noop_run'):,.0f} ms",
-            baseline=f"{1e3 * top.mean('asset_body'):,.1f} ms",
-            ratio=top.mean("noop_run") / top.mean("asset_body"),
+            baseline=f"{1e3 * top.bodies:,.1f} ms",
+            ratio=top.mean("noop_run") / top.bodies,
             target="measured",
         ),
         Ratio(
@@ -301,9 +302,11 @@ def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
         "per point. **No-op rebuild**: N one-row cleaned FLAN files registered as dynamic "
         "partitions of `tokenized/flan` and materialized once; then the same partitions are "
         "materialized again (each run skips: same file, tokenizer and framing). Per partition: "
-        "the Dagster run of job `tokenize_flan` (asset step and its blocking check), the asset "
-        "body invoked directly (no run; it scans the cleaned tree for its file and rehashes the "
-        "tokenizer), and `tokenize_file`'s skip path alone (tokenizer loaded once). The asset "
+        "the Dagster run of job `tokenize_flan` (the asset's step and its blocking checks' "
+        "steps), the asset body and the check bodies invoked directly (no run; the asset body "
+        "scans the cleaned tree for its file and rehashes the tokenizer), and `tokenize_file`'s "
+        "skip path alone (tokenizer loaded once). Dagster's share is what a run costs beyond "
+        "the bodies. The asset "
         "reads `context.partition_key`, so a rebuild is one run per partition; "
         f"{top.sample} runs per point were measured, spread evenly over the keys, and the total "
         "is N times their mean where fewer than N ran. Deployed runs also pay a process launch "

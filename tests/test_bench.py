@@ -34,7 +34,7 @@ def test_plan_keeps_the_issue_counts_from_small_up_and_shrinks_below():
     small, large = runner.plan(1), runner.plan(10)
     assert small.dagster_partitions == (500, 1_000, 2_000)
     assert small.sensor_files == (2_500, 5_000, 10_000)
-    assert large.dagster_partitions[-1] == 2_000 and large.dagster_sample == 100
+    assert large.dagster_partitions[-1] == 2_000 and large.dagster_sample == 50
     assert large.sampling_tokens == tuple(10 * n for n in small.sampling_tokens)
     for p in (TINY, small, large):
         for curve in (p.sampling_tokens, p.dagster_partitions, p.sensor_files):
@@ -138,12 +138,13 @@ def test_dagster_stage_every_noop_partition_skips_and_every_file_registers(dagst
         assert "tokenized__flan" in point["steps"] and len(point["steps"]) >= 2
         assert all(step.startswith("tokenized__flan") for step in point["steps"])
         assert point["skipped"] == {"noop_run": sample, "asset_body": sample, "skip_check": sample}
+        assert point["checks"] == len(point["steps"]) - 1 and point["failed_checks"] == 0
         for layer, runs in point["seconds"].items():
             assert len(runs) == sample and all(t > 0 for t in runs), layer
-        # A run does the asset body and more; the body does the skip check and more.
+        # A run does the asset and check bodies and more; the body does the skip check and more.
         run, body = point["seconds"]["noop_run"], point["seconds"]["asset_body"]
-        skip = point["seconds"]["skip_check"]
-        assert sum(run) > sum(body) > sum(skip)
+        checks, skip = point["seconds"]["check_bodies"], point["seconds"]["skip_check"]
+        assert sum(run) > sum(body) + sum(checks) and sum(body) > sum(skip)
         assert 0 < point["dagster_share"] < 1
         assert point["extrapolated"] == (sample < point["partitions"])
         mean_run = sum(run) / sample
@@ -164,9 +165,9 @@ def test_dagster_ratios_follow_the_figures(dagster_report):
     rebuild, per_run, tick = dagster_report.ratios
     skip_total = top["partitions"] * sum(top["seconds"]["skip_check"]) / top["sample"]
     assert rebuild.ratio == pytest.approx(top["rebuild_seconds"] / skip_total)
-    body = sum(top["seconds"]["asset_body"]) / top["sample"]
-    run = sum(top["seconds"]["noop_run"]) / top["sample"]
-    assert per_run.ratio == pytest.approx(run / body)
+    bodies = sum(top["seconds"]["asset_body"]) + sum(top["seconds"]["check_bodies"])
+    run = sum(top["seconds"]["noop_run"])
+    assert per_run.ratio == pytest.approx(run / bodies)
     last = dagster_report.figures["sensor"][-1]
     assert tick.ratio == pytest.approx(last["steady_seconds"] / last["scan_seconds"])
     assert all(r.met is None and r.target == "measured" for r in dagster_report.ratios)
