@@ -339,9 +339,9 @@ def task_directories(tokenized_path: Path) -> list[Path]:
     ]
 
 
-def _load_array(path: Path, mmap: bool = False) -> np.ndarray:
+def _load_array(path: Path) -> np.ndarray:
     try:
-        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise SamplingError(f"{path}: missing") from None
     except (ValueError, OSError, EOFError) as exc:
