@@ -3,13 +3,19 @@
 //! A file is read batch by batch; each batch is encoded on all threads of the caller's rayon pool
 //! while the next batch is being read, then appended to the output in row order. Only one batch
 //! of rows and one of framed tokens are in memory at a time.
+//!
+//! Two engines give the same ids: the `tokenizers` crate itself (the reference), and the fast
+//! engine (`crate::fast`) for tokenizers of data_io's family, chosen automatically when it applies.
 
+use std::fmt;
 use std::path::Path;
+use std::str::FromStr;
 
 use rayon::prelude::*;
 use tokenizers::Tokenizer;
 
 use crate::error::{Error, IoContext, Result};
+use crate::fast::FastEncoder;
 use crate::framing::{FramedRow, Framing, FramingSpec};
 use crate::reader::{Row, RowReader};
 
@@ -77,16 +83,78 @@ pub struct EncodeStats {
     pub text_bytes: u64,
 }
 
+/// The implementation that turns text into ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// `crate::fast`: exact for data_io's tokenizer family, many times faster.
+    Fast,
+    /// The `tokenizers` crate: any tokenizer.
+    Reference,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Fast => "fast",
+            Engine::Reference => "reference",
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which engine to use: `Auto` takes the fast one when the tokenizer is of its family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    #[default]
+    Auto,
+    Fast,
+    Reference,
+}
+
+impl FromStr for EngineChoice {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "auto" => Ok(EngineChoice::Auto),
+            "fast" => Ok(EngineChoice::Fast),
+            "reference" => Ok(EngineChoice::Reference),
+            other => Err(Error::Config(format!(
+                "unknown engine {other:?} (expected \"auto\", \"fast\" or \"reference\")"
+            ))),
+        }
+    }
+}
+
 /// A tokenizer configured as data_io uses it, plus the resolved framing tokens.
 pub struct Encoder {
     tokenizer: Tokenizer,
     framing: Framing,
+    /// Present when the fast engine is in use.
+    fast: Option<FastEncoder>,
+    /// Why the reference engine is in use (`None` with the fast one).
+    fallback_reason: Option<String>,
 }
 
 impl Encoder {
     /// Load `tokenizer.json` and resolve the framing tokens. Special-token strings inside texts
     /// are encoded as plain text (`encode_special_tokens = true`).
     pub fn from_file(tokenizer_json: &Path, spec: &FramingSpec) -> Result<Self> {
+        Self::from_file_with_engine(tokenizer_json, spec, EngineChoice::Auto)
+    }
+
+    /// `from_file` with an explicit engine; `EngineChoice::Fast` for a tokenizer outside the fast
+    /// engine's family is a configuration error giving the reason.
+    pub fn from_file_with_engine(
+        tokenizer_json: &Path,
+        spec: &FramingSpec,
+        engine: EngineChoice,
+    ) -> Result<Self> {
         // `Tokenizer::from_file` folds IO failures into a generic error; check first so that a
         // wrong path surfaces as an IO error naming it.
         std::fs::metadata(tokenizer_json).at(tokenizer_json)?;
@@ -96,13 +164,52 @@ impl Encoder {
                 tokenizer_json.display()
             ))
         })?;
-        Self::new(tokenizer, spec)
+        Self::with_engine(tokenizer, spec, engine)
     }
 
-    pub fn new(mut tokenizer: Tokenizer, spec: &FramingSpec) -> Result<Self> {
+    pub fn new(tokenizer: Tokenizer, spec: &FramingSpec) -> Result<Self> {
+        Self::with_engine(tokenizer, spec, EngineChoice::Auto)
+    }
+
+    pub fn with_engine(
+        mut tokenizer: Tokenizer,
+        spec: &FramingSpec,
+        engine: EngineChoice,
+    ) -> Result<Self> {
         tokenizer.set_encode_special_tokens(true);
         let framing = Framing::resolve(spec, |token| tokenizer.token_to_id(token))?;
-        Ok(Encoder { tokenizer, framing })
+        let (fast, fallback_reason) = match engine {
+            EngineChoice::Reference => (None, Some("the reference engine was requested".into())),
+            EngineChoice::Auto | EngineChoice::Fast => match FastEncoder::new(&tokenizer) {
+                Ok(fast) => (Some(fast), None),
+                Err(reason) if engine == EngineChoice::Auto => (None, Some(reason)),
+                Err(reason) => {
+                    return Err(Error::Config(format!(
+                        "the fast engine cannot encode with this tokenizer: {reason}"
+                    )))
+                }
+            },
+        };
+        Ok(Encoder {
+            tokenizer,
+            framing,
+            fast,
+            fallback_reason,
+        })
+    }
+
+    /// The engine in use.
+    pub fn engine(&self) -> Engine {
+        if self.fast.is_some() {
+            Engine::Fast
+        } else {
+            Engine::Reference
+        }
+    }
+
+    /// Why the reference engine is in use; `None` when the fast engine is.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
     }
 
     /// Vocabulary size including added tokens (data_io's `vocab_size`).
@@ -120,6 +227,13 @@ impl Encoder {
 
     /// The ids of one text, without automatic special tokens.
     pub fn encode_text(&self, text: &str) -> Result<Vec<u32>, String> {
+        match &self.fast {
+            Some(fast) => Ok(fast.encode(text)),
+            None => self.reference_ids(text),
+        }
+    }
+
+    fn reference_ids(&self, text: &str) -> Result<Vec<u32>, String> {
         self.tokenizer
             .encode_fast(text, false)
             .map(|encoding| encoding.get_ids().to_vec())
@@ -128,11 +242,24 @@ impl Encoder {
 
     /// Encode many texts in parallel on the current rayon pool, keeping their order.
     pub fn encode_texts(&self, texts: &[String]) -> Result<Vec<Vec<u32>>> {
+        if let Some(fast) = &self.fast {
+            return Ok(texts
+                .par_iter()
+                .map_init(
+                    || fast.cache(),
+                    |cache, text| {
+                        let mut ids = Vec::new();
+                        fast.encode_into(text, cache, &mut ids);
+                        ids
+                    },
+                )
+                .collect());
+        }
         texts
             .par_iter()
             .enumerate()
             .map(|(index, text)| {
-                self.encode_text(text)
+                self.reference_ids(text)
                     .map_err(|problem| Error::Config(format!("text {index}: {problem}")))
             })
             .collect()
@@ -150,12 +277,29 @@ impl Encoder {
                     .map_err(|problem| Error::row(path, row.number, Some("condition"), problem))
             })
             .collect::<Result<Vec<_>>>()?;
+        if let Some(fast) = &self.fast {
+            // Infallible: each worker keeps one piece cache and two id buffers for its rows.
+            return Ok(rows
+                .par_iter()
+                .zip(tags.par_iter())
+                .map_init(
+                    || (fast.cache(), Vec::new(), Vec::new()),
+                    |(cache, instruction, response), (row, tags)| {
+                        instruction.clear();
+                        response.clear();
+                        fast.encode_into(&row.instruction, cache, instruction);
+                        fast.encode_into(&row.response, cache, response);
+                        self.framing.frame(tags, instruction, response)
+                    },
+                )
+                .collect());
+        }
         let framed: Vec<Result<FramedRow>> = rows
             .par_iter()
             .zip(tags.par_iter())
             .map(|(row, tags)| {
                 let encode = |field: &'static str, text: &str| {
-                    self.encode_text(text)
+                    self.reference_ids(text)
                         .map_err(|problem| Error::row(path, row.number, Some(field), problem))
                 };
                 let instruction = encode("instruction", &row.instruction)?;

@@ -5,6 +5,7 @@
 
 pub mod encode;
 pub mod error;
+mod fast;
 pub mod framing;
 pub mod npy;
 pub mod output;
@@ -13,7 +14,10 @@ pub mod reader;
 #[cfg(feature = "pyo3")]
 mod python;
 
-pub use encode::{thread_pool, EncodeStats, Encoder, TokenArrays, TokenSink, DEFAULT_BATCH_ROWS};
+pub use encode::{
+    thread_pool, EncodeStats, Encoder, Engine, EngineChoice, TokenArrays, TokenSink,
+    DEFAULT_BATCH_ROWS,
+};
 pub use error::{Error, Result};
 pub use framing::{FramedRow, Framing, FramingSpec};
 pub use output::{tokenize_to_folder, ARRAY_FILES, METADATA_FILE, OWNER_MARKER};
