@@ -445,7 +445,7 @@ def clean_source(
         for part in spec.layout.parts(spec, raw_root, batch_size):
             report.parts.append(part.name)
             index = 0
-            for batch in part.batches:
+            for batch in _read_batches(spec, part, raw_root, report):
                 for record in batch:
                     index += 1
                     _clean_record(spec, record, part.name, f"{part.name}#{index}", outputs, report)
@@ -459,6 +459,30 @@ def clean_source(
             del report.files[relative]
     report.seconds = time.monotonic() - started
     return report
+
+
+class RawReadError(RuntimeError):
+    """A raw file could not be read; the message names the source, the part and its files."""
+
+
+def _read_batches(spec: SourceSpec, part, raw_root: Path | None, report: CleaningReport):
+    """``part.batches``, with a read failure turned into an error saying where it happened."""
+    batches = iter(part.batches)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (OSError, ValueError, RuntimeError) as error:
+            if raw_root is None:
+                where = f"{spec.hub_id} on the Hub"
+            else:
+                where = f"{spec.layout.describe(spec)} under {raw_root}"
+            raise RawReadError(
+                f"{spec.name}: cannot read raw part {part.name!r} ({where}) after "
+                f"{report.records_read} records of the source: {type(error).__name__}: {error}"
+            ) from error
+        yield batch
 
 
 def _clean_record(
@@ -510,12 +534,21 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m hrm_assets.cleaning",
         description="Clean raw sources into <out>/<data_io relative path>.",
     )
-    parser.add_argument("sources", nargs="+", metavar="SOURCE",
-                        help=f"source names, or 'all' ({', '.join(SOURCES)})")
-    parser.add_argument("--raw-root", type=Path, default=None,
-                        help=f"local raw mirror (default ${settings.RAW_ROOT_ENV}; unset: the Hub)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="cleaned root (default <$HRM_DATA_ROOT>/cleaned)")
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help=f"source names, or 'all' ({', '.join(SOURCES)})",
+    )
+    parser.add_argument(
+        "--raw-root",
+        type=Path,
+        default=None,
+        help=f"local raw mirror (default ${settings.RAW_ROOT_ENV}; unset: the Hub)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="cleaned root (default <$HRM_DATA_ROOT>/cleaned)"
+    )
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--json", action="store_true", help="print each report as JSON")
     return parser.parse_args(argv)
@@ -542,10 +575,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     raw_root = args.raw_root.absolute() if args.raw_root else settings.raw_root()
     out_root = args.out.absolute() if args.out else settings.cleaned_root()
+    failed = []
     for spec in specs:
-        with tqdm(desc=spec.name, unit=" records", file=sys.stderr) as bar:
-            report = clean_source(spec, out_root, raw_root, args.batch_size, progress=bar.update)
+        try:
+            with tqdm(desc=spec.name, unit=" records", file=sys.stderr) as bar:
+                report = clean_source(
+                    spec, out_root, raw_root, args.batch_size, progress=bar.update
+                )
+        except (OSError, ValueError, RuntimeError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            failed.append(spec.name)
+            continue
         print(json.dumps(report.as_dict(), ensure_ascii=False) if args.json else report.summary())
+    if failed:
+        print(f"error: {len(failed)} source(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,8 +12,10 @@ from dagster._core.instance.ref import InstanceRef
 from hrm_assets.definitions import build_definitions
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.demo import write_demo_corpus
+from hrm_assets.framing import Framing
 from hrm_assets.quickstart import materialize_graph
 from hrm_assets.settings import default_prefix_config_path
+from hrm_assets.tokenize import write_tokenizer_info
 
 VOCAB = 1024
 EPOCHS = 2
@@ -81,6 +83,9 @@ def graph(built_graph, tmp_path) -> Graph:
     copy = tmp_path / "graph"
     shutil.copytree(built_graph, copy, symlinks=True)
     graph = Graph(copy)
+    # tokenizer_info.json records the tokenizer's absolute path (as data_io records the path it
+    # was given); the copy moved it, so write it for the new place as the assets would.
+    write_tokenizer_info(graph.paths.tokenized_root, graph.paths.tokenizer_json, Framing())
     yield graph
     graph.instance.dispose()
 

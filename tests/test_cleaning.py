@@ -391,3 +391,22 @@ def test_spec_checks_output_suffix_and_relative_path():
 def test_cli_rejects_unknown_source(capsys):
     assert cleaning.main(["no_such_source"]) == 2
     assert "unknown source 'no_such_source'" in capsys.readouterr().err
+
+
+def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, capsys):
+    from hrm_assets.cleaning import RawReadError, main
+    from hrm_assets.sources import SOURCES
+
+    raw = tmp_path / "raw" / "openai" / "gsm8k" / "main"
+    raw.mkdir(parents=True)
+    (raw / "train.jsonl").write_text('{"question": "q", "answer": "a #### 1"}\nnot json\n')
+    out = tmp_path / "cleaned"
+    with pytest.raises(RawReadError, match=r"gsm8k_train: cannot read raw part 'main'.*raw"):
+        clean_source(SOURCES["gsm8k_train"], out, tmp_path / "raw")
+    assert not (out / "gsm8k_train.jsonl").exists(), "no half-written output"
+
+    code = main(["gsm8k_train", "--raw-root", str(tmp_path / "raw"), "--out", str(out)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "error: gsm8k_train: cannot read raw part 'main'" in err
+    assert "Traceback" not in err
