@@ -461,7 +461,7 @@ def clean_source(
     return report
 
 
-class RawReadError(RuntimeError):
+class RawReadError(ValueError):
     """A raw file could not be read; the message names the source, the part and its files."""
 
 
