@@ -1,6 +1,7 @@
 """Type stub of the Rust extension ``hrm_assets._tokenizer`` (rust_tokenizer/src/python.rs)."""
 
 from os import PathLike
+from typing import Literal
 
 FORMAT_VERSION: str
 """Changes whenever the bytes written for the same input, tokenizer and framing could change."""
@@ -21,6 +22,12 @@ class Encoder:
     are plain text (``encode_special_tokens = True``). Raises ``FileNotFoundError`` if the
     tokenizer is missing and ``ValueError`` if it cannot be loaded or a framing token is not in
     its vocabulary (the message names the token).
+
+    ``engine`` picks the implementation; both give the same ids. ``"auto"`` (the default) uses
+    the fast engine when the tokenizer is of data_io's family (NFC or no normaliser, data_io's
+    split regex, ByteLevel, BPE, only special added tokens, no truncation or padding) and the
+    ``tokenizers`` crate otherwise; ``"fast"`` raises ``ValueError`` (with the reason) for a
+    tokenizer outside the family; ``"reference"`` always uses the ``tokenizers`` crate.
     """
 
     def __init__(
@@ -30,7 +37,14 @@ class Encoder:
         eoq: str,
         eoa: str,
         conditions: dict[str, str],
+        engine: Literal["auto", "fast", "reference"] = "auto",
     ) -> None: ...
+    @property
+    def engine(self) -> Literal["fast", "reference"]:
+        """The engine in use."""
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why the reference engine is in use (``None`` when the fast one is)."""
     @property
     def vocab_size(self) -> int:
         """Vocabulary size including added tokens."""

@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValu
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::encode::{thread_pool, Encoder as CoreEncoder, DEFAULT_BATCH_ROWS};
+use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
 use crate::error::Error;
 use crate::framing::FramingSpec;
 use crate::output::{
@@ -56,8 +56,10 @@ struct Encoder {
 
 #[pymethods]
 impl Encoder {
+    /// `engine`: "auto" (the fast engine when the tokenizer is of its family), "fast" (an error
+    /// if it is not) or "reference" (the `tokenizers` crate).
     #[new]
-    #[pyo3(signature = (tokenizer_path, boq, eoq, eoa, conditions))]
+    #[pyo3(signature = (tokenizer_path, boq, eoq, eoa, conditions, engine = "auto"))]
     fn new(
         py: Python<'_>,
         tokenizer_path: PathBuf,
@@ -65,6 +67,7 @@ impl Encoder {
         eoq: String,
         eoa: String,
         conditions: BTreeMap<String, String>,
+        engine: &str,
     ) -> PyResult<Self> {
         let spec = FramingSpec {
             boq,
@@ -72,12 +75,25 @@ impl Encoder {
             eoa,
             conditions,
         };
+        let engine: EngineChoice = engine.parse().map_err(|err| to_py_err(py, err))?;
         let encoder = py
-            .detach(|| CoreEncoder::from_file(&tokenizer_path, &spec))
+            .detach(|| CoreEncoder::from_file_with_engine(&tokenizer_path, &spec, engine))
             .map_err(|err| to_py_err(py, err))?;
         Ok(Encoder {
             inner: Arc::new(encoder),
         })
+    }
+
+    /// The engine in use: "fast" or "reference".
+    #[getter]
+    fn engine(&self) -> &'static str {
+        self.inner.engine().name()
+    }
+
+    /// Why the reference engine is in use; `None` when the fast one is.
+    #[getter]
+    fn fallback_reason(&self) -> Option<String> {
+        self.inner.fallback_reason().map(str::to_string)
     }
 
     /// Vocabulary size including added tokens.

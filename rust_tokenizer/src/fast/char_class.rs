@@ -31,7 +31,7 @@ impl CharClass {
 /// Class of every code point: a direct table for the Basic Multilingual Plane, sorted ranges
 /// (binary search) above it.
 pub(crate) struct CharClasses {
-    bmp: Box<[CharClass]>,
+    bmp: Box<[CharClass; BMP_SIZE as usize]>,
     astral: Vec<(u32, u32, CharClass)>,
 }
 
@@ -45,7 +45,11 @@ impl CharClasses {
     }
 
     fn build() -> CharClasses {
-        let mut bmp = vec![CharClass::Other; BMP_SIZE as usize].into_boxed_slice();
+        let mut bmp: Box<[CharClass; BMP_SIZE as usize]> =
+            vec![CharClass::Other; BMP_SIZE as usize]
+                .into_boxed_slice()
+                .try_into()
+                .expect("BMP_SIZE entries");
         let mut astral = Vec::new();
         for (ranges, class) in [
             (&LETTER[..], CharClass::Letter),
