@@ -44,7 +44,6 @@ class StageReport:
     figures: dict = field(default_factory=dict)
     seconds: float = 0.0  # wall time of the whole stage
     error: str | None = None  # the stage failed or could not run: why
-    unavailable: bool = False  # its benchmark module is missing (not a failure of the run)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -183,7 +183,7 @@ def test_sample_keys_spread_over_the_range():
 def test_report_document_names_the_machine_command_and_every_stage(
     sampling_report, dagster_report, tmp_path
 ):
-    missing = StageReport("tokenization", "Tokenization", error="module absent", unavailable=True)
+    missing = StageReport("tokenization", "Tokenization", error="failed: no real raw data")
     stages = [missing, sampling_report, dagster_report]
     machine = machine_info()
     assert machine["cores"].split()[0].isdigit() and machine["ram"].endswith("GiB")
@@ -204,7 +204,7 @@ def test_report_document_names_the_machine_command_and_every_stage(
         assert heading in document
     assert machine["cpu"] in document
     table = ratio_table(stages)
-    assert "| Tokenization | not measured: module absent |" in table
+    assert "| Tokenization | not measured: failed: no real raw data |" in table
     rows = [line for line in table.splitlines() if line.startswith("| Sampling |")]
     assert len(rows) == len(sampling_report.ratios)
     figures = json.dumps([s.as_dict() for s in stages], default=str)
