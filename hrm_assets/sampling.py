@@ -826,15 +826,18 @@ def sample_tokenized(
             # The tokens are copied while the epochs are drawn (the epochs need only the
             # spans), and each array is hashed for the manifest as soon as it is complete;
             # numpy, file I/O and hashlib release the GIL, so these overlap on a second core.
-            copying = background.submit(
-                concatenate_tokens,
-                staged / TOKENS_FILE,
-                task_dirs,
-                counts,
-                dtype,
-                workers=copy_workers,
-                progress=progress,
-            )
+            def copy_tokens() -> tuple[int, dict]:
+                max_id = concatenate_tokens(
+                    staged / TOKENS_FILE,
+                    task_dirs,
+                    counts,
+                    dtype,
+                    workers=copy_workers,
+                    progress=progress,
+                )
+                return max_id, file_entry(staged / TOKENS_FILE)
+
+            copying = background.submit(copy_tokens)
             hashing: dict[str, Future] = {}
 
             def hash_later(relative: str) -> None:
@@ -843,8 +846,7 @@ def sample_tokenized(
             epoch_tokens, total, draws = _write_epochs(
                 staged, reports, kept_spans, config, progress, on_saved=hash_later
             )
-            max_id = copying.result()
-            hash_later(TOKENS_FILE)
+            max_id, tokens_entry = copying.result()
             if max_id > np.iinfo(dtype).max:
                 note(
                     f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
@@ -863,6 +865,7 @@ def sample_tokenized(
             # write_manifest(staged) would read and hash every array again.
             manifest = build_manifest(staged, files=[])
             manifest["files"] = {name: entry.result() for name, entry in hashing.items()}
+            manifest["files"][TOKENS_FILE] = tokens_entry
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
 
