@@ -119,12 +119,19 @@ def test_removed_cleaned_file_loses_partition_and_owned_folder(graph):
     (foreign / "tokens.npy").write_bytes(b"not ours")
 
     victim.unlink()
-    assert graph.materialize()
+    clean = graph.defs.resolve_job_def("clean_and_train_tokenizer")
+    run_config = {"ops": {"tokenizer": {"config": {"vocab_size": VOCAB}}}}
+    assert clean.execute_in_process(instance=graph.instance, run_config=run_config).success
 
     assert safe not in graph.instance.get_dynamic_partitions(partitions_name)
     assert not (graph.data / "tokenized" / safe).exists()
     assert not (graph.data / "cleaned" / "dmmath" / safe.removeprefix("dmmath__")).exists()
     assert (foreign / "tokens.npy").read_bytes() == b"not ours"
+
+    # A foreign folder in the tokenized root is not a task: sampling refuses it, clearly.
+    assert not graph.materialize()
+    shutil.rmtree(foreign)
+    assert graph.materialize()
 
 
 def test_every_asset_check_ran_and_passed_on_the_demo(graph):
