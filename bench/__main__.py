@@ -436,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--size",
         type=parse_size,
         default=SIZES["small"],
-        metavar="small|medium|large|FACTOR",
+        metavar="tiny|small|medium|large|FACTOR",
         help="data size (default: small)",
     )
     parser.add_argument("--only", nargs="+", choices=STAGE_NAMES, default=None)
@@ -445,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--work-dir",
         type=Path,
         default=None,
-        help="keep work files here (default: temporary folders)",
+        help="where work files go (default: temporary folders); removed once measured",
     )
     parser.add_argument("--output", type=Path, default=DOC_PATH, help="Markdown report path")
     parser.add_argument("--no-write", action="store_true", help="print only, write no report")
