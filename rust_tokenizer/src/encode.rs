@@ -314,22 +314,35 @@ impl Encoder {
     pub fn encode_file(
         &self,
         path: &Path,
-        sink: &mut dyn TokenSink,
+        sink: &mut (dyn TokenSink + Send),
         batch_rows: usize,
     ) -> Result<EncodeStats> {
         let mut reader = RowReader::open(path, batch_rows)?;
         let mut stats = EncodeStats::default();
         let mut current = reader.next_batch()?;
+        // The previous batch's arrays, not yet appended, and its rows, not yet freed.
+        let mut pending: Option<(TokenArrays, Vec<Row>)> = None;
         while let Some(rows) = current {
-            // Read the next batch on one thread while the others encode this one.
-            let (next, framed) =
-                rayon::join(|| reader.next_batch(), || self.frame_batch(path, &rows));
+            // Three things at once: read the next batch, encode this one (on every thread that
+            // is free) and write the previous one, so that neither reading nor writing holds
+            // the encoder up. A write error comes first: its rows are earlier in the file.
+            let ((next, framed), written) = rayon::join(
+                || rayon::join(|| reader.next_batch(), || self.frame_batch(path, &rows)),
+                || match pending.take() {
+                    Some((arrays, _rows)) => sink.append(&arrays),
+                    None => Ok(()),
+                },
+            );
+            written?;
             let arrays = TokenArrays::from_rows(&framed?, stats.tokens);
-            sink.append(&arrays)?;
             stats.rows += arrays.rows() as u64;
             stats.tokens += arrays.tokens.len() as u64;
             stats.text_bytes += rows.iter().map(|row| row.text_bytes() as u64).sum::<u64>();
+            pending = Some((arrays, rows));
             current = next?;
+        }
+        if let Some((arrays, _rows)) = pending {
+            sink.append(&arrays)?;
         }
         Ok(stats)
     }

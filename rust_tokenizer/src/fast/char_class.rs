@@ -28,6 +28,29 @@ impl CharClass {
     }
 }
 
+/// Classes of ASCII, the hot path (the same as Oniguruma's, which the tests check with the rest).
+const ASCII: [CharClass; 128] = {
+    let mut table = [CharClass::Other; 128];
+    let mut byte = 0;
+    while byte < 128 {
+        table[byte] = match byte as u8 {
+            b'a'..=b'z' | b'A'..=b'Z' => CharClass::Letter,
+            b'0'..=b'9' => CharClass::Number,
+            b'\r' | b'\n' => CharClass::Newline,
+            b'\t' | 0x0B | 0x0C | b' ' => CharClass::Space,
+            _ => CharClass::Other,
+        };
+        byte += 1;
+    }
+    table
+};
+
+/// The class of an ASCII byte (`byte < 0x80`).
+#[inline(always)]
+pub(crate) fn ascii_class(byte: u8) -> CharClass {
+    ASCII[usize::from(byte & 0x7F)]
+}
+
 /// Class of every code point: a direct table for the Basic Multilingual Plane, sorted ranges
 /// (binary search) above it.
 pub(crate) struct CharClasses {
@@ -73,6 +96,9 @@ impl CharClasses {
 
     #[inline]
     pub(crate) fn of(&self, code: u32) -> CharClass {
+        if code < 0x80 {
+            return ascii_class(code as u8);
+        }
         if code < BMP_SIZE {
             return self.bmp[code as usize];
         }
@@ -86,6 +112,10 @@ impl CharClasses {
     /// Class and UTF-8 length of the character starting at byte `at` of valid UTF-8 `bytes`.
     #[inline(always)]
     pub(crate) fn at(&self, bytes: &[u8], at: usize) -> (CharClass, usize) {
+        let lead = bytes[at];
+        if lead < 0x80 {
+            return (ascii_class(lead), 1);
+        }
         let (code, len) = decode_utf8(bytes, at);
         (self.of(code), len)
     }

@@ -21,7 +21,7 @@
 //!   (`\s*[\r\n]+` backtracks to it); else all of it at the end of the text, all but its last
 //!   character if that leaves one (`\s+(?!\S)`), or the single character (`\s+`).
 
-use super::char_class::{CharClass, CharClasses};
+use super::char_class::{ascii_class, CharClass, CharClasses};
 
 /// Call `piece` with each piece of `text`, in order; the pieces concatenate to `text`.
 pub(crate) fn for_each_piece<'t>(text: &'t str, mut piece: impl FnMut(&'t str)) {
@@ -84,24 +84,28 @@ fn contraction_len(bytes: &[u8], at: usize) -> Option<usize> {
     }
 }
 
-#[inline]
+/// End of the run of `class` characters starting at `at`.
+#[inline(always)]
 fn run_end(classes: &CharClasses, bytes: &[u8], mut at: usize, class: CharClass) -> usize {
-    while at < bytes.len() {
-        let byte = bytes[at];
-        if byte < 0x80 {
-            if classes.of(u32::from(byte)) != class {
+    loop {
+        // ASCII runs in a tight loop; other characters one at a time.
+        while let Some(&byte) = bytes.get(at) {
+            if byte >= 0x80 || ascii_class(byte) != class {
                 break;
             }
             at += 1;
-        } else {
-            let (found, len) = classes.at(bytes, at);
-            if found != class {
-                break;
+        }
+        match bytes.get(at) {
+            Some(&byte) if byte >= 0x80 => {
+                let (found, len) = classes.at(bytes, at);
+                if found != class {
+                    return at;
+                }
+                at += len;
             }
-            at += len;
+            _ => return at,
         }
     }
-    at
 }
 
 #[inline]
