@@ -145,6 +145,7 @@ def _clean_like_data_io(raw_root: Path, out_root: Path) -> int:
         def dumps(obj) -> bytes:
             return orjson.dumps(obj)
     except ImportError:  # same bytes for valid strings (see hrm_assets.cleaning.jsonl_line)
+
         def dumps(obj) -> bytes:
             return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -154,11 +155,13 @@ def _clean_like_data_io(raw_root: Path, out_root: Path) -> int:
     for row in dataset:
         answer = row["answer"].split("#### ")
         assert len(answer) == 2
-        result.append({
-            "condition": "direct",
-            "instruction": row["question"].strip(),
-            "response": answer[-1].strip(),
-        })
+        result.append(
+            {
+                "condition": "direct",
+                "instruction": row["question"].strip(),
+                "response": answer[-1].strip(),
+            }
+        )
     path = out_root / OUTPUT
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:
@@ -303,18 +306,28 @@ def _child_env(work: Path) -> dict[str, str]:
 
 def measure(method: str, raw_root: Path, out_root: Path, work: Path) -> dict:
     """Run one cleaning in a fresh interpreter and return its figures."""
-    command = [sys.executable, "-m", "bench.cleaning_memory", "--child", method,
-               str(raw_root), str(out_root)]
-    done = subprocess.run(command, env=_child_env(work), cwd=REPO_ROOT,
-                          capture_output=True, text=True, check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "bench.cleaning_memory",
+        "--child",
+        method,
+        str(raw_root),
+        str(out_root),
+    ]
+    done = subprocess.run(
+        command, env=_child_env(work), cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{method} run failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _environment() -> str:
-    return (f"Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-            f"pyarrow {pa.__version__}, {platform.system()} {platform.machine()}")
+    return (
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"pyarrow {pa.__version__}, {platform.system()} {platform.machine()}"
+    )
 
 
 def run_cleaning_memory_benchmark(
@@ -335,8 +348,9 @@ def run_cleaning_memory_benchmark(
         raise ValueError(f"methods must be among {METHODS}, got {list(methods)}")
     if base_records < 1 or not scales or min(scales) < 1:
         raise ValueError("base_records and every scale must be at least 1")
-    result = CleaningMemoryResult(base_records, tuple(sorted(set(scales))),
-                                  environment=_environment())
+    result = CleaningMemoryResult(
+        base_records, tuple(sorted(set(scales))), environment=_environment()
+    )
     with _work_folder(work_dir) as work:
         for scale in result.scales:
             records = base_records * scale
@@ -349,11 +363,17 @@ def run_cleaning_memory_benchmark(
                 if log:
                     log(f"{scale}x: cleaning with {method}")
                 figures = measure(method, raw_root, out_root, work)
-                result.measurements.append(Measurement(
-                    method=method, scale=scale, records=records, rows=figures["rows"],
-                    seconds=figures["seconds"], peak_rss_bytes=figures["peak_rss_bytes"],
-                    output_sha256=_sha256(out_root / OUTPUT),
-                ))
+                result.measurements.append(
+                    Measurement(
+                        method=method,
+                        scale=scale,
+                        records=records,
+                        rows=figures["rows"],
+                        seconds=figures["seconds"],
+                        peak_rss_bytes=figures["peak_rss_bytes"],
+                        output_sha256=_sha256(out_root / OUTPUT),
+                    )
+                )
                 shutil.rmtree(out_root)
                 shutil.rmtree(work / "hf-cache", ignore_errors=True)
             shutil.rmtree(raw_root)
@@ -379,20 +399,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         method, raw_root, out_root = argv[1:4]
         print(json.dumps(run_child(method, Path(raw_root), Path(out_root))))
         return 0
-    parser = argparse.ArgumentParser(prog="python -m bench.cleaning_memory",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=DEFAULT_RECORDS,
-                        help=f"records at 1x (default {DEFAULT_RECORDS:,})")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.cleaning_memory", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=DEFAULT_RECORDS,
+        help=f"records at 1x (default {DEFAULT_RECORDS:,})",
+    )
     parser.add_argument("--scales", type=int, nargs="+", default=list(DEFAULT_SCALES))
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="skip the data_io (whole list in memory) runs")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the data_io (whole list in memory) runs"
+    )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--write", action="store_true", help=f"also write {DOC_PATH}")
     args = parser.parse_args(argv)
     methods = ("streaming",) if args.no_baseline else METHODS
     result = run_cleaning_memory_benchmark(
-        args.records, args.scales, methods, args.work_dir,
+        args.records,
+        args.scales,
+        methods,
+        args.work_dir,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())

@@ -42,8 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Write the demo raw corpus, laid out as a raw root for HRM_RAW_ROOT.",
     )
     parser.add_argument("raw_dir", type=Path, metavar="RAW_DIR")
-    parser.add_argument("--sources", nargs="+", metavar="SOURCE", default=None,
-                        help=f"only these sources (default: all of {', '.join(SOURCES)})")
+    parser.add_argument(
+        "--sources",
+        nargs="+",
+        metavar="SOURCE",
+        default=None,
+        help=f"only these sources (default: all of {', '.join(SOURCES)})",
+    )
     args = parser.parse_args(argv)
     raw_dir = args.raw_dir.absolute()
     try:

@@ -88,5 +88,3 @@ def graph(built_graph, tmp_path) -> Graph:
     write_tokenizer_info(graph.paths.tokenized_root, graph.paths.tokenizer_json, Framing())
     yield graph
     graph.instance.dispose()
-
-

@@ -17,14 +17,18 @@ def bench_work(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_result(bench_work):
-    return bench.run_cleaning_memory_benchmark(base_records=300, scales=(1, 3),
-                                               work_dir=bench_work, shard_records=250)
+    return bench.run_cleaning_memory_benchmark(
+        base_records=300, scales=(1, 3), work_dir=bench_work, shard_records=250
+    )
 
 
 def test_every_method_and_scale_is_measured_with_all_rows(tiny_result):
     assert tiny_result.scales == (1, 3)
     assert [(m.method, m.scale) for m in tiny_result.measurements] == [
-        ("streaming", 1), ("data_io", 1), ("streaming", 3), ("data_io", 3)
+        ("streaming", 1),
+        ("data_io", 1),
+        ("streaming", 3),
+        ("data_io", 3),
     ]
     for item in tiny_result.measurements:
         assert item.records == 300 * item.scale
@@ -40,7 +44,8 @@ def test_both_methods_write_the_same_bytes_and_ratios_follow_the_figures(tiny_re
     low = tiny_result.get("streaming", 1)
     high = tiny_result.get("streaming", 3)
     assert tiny_result.rss_ratio("streaming") == pytest.approx(
-        high.peak_rss_bytes / low.peak_rss_bytes)
+        high.peak_rss_bytes / low.peak_rss_bytes
+    )
     assert tiny_result.meets_target == (
         tiny_result.rss_ratio("streaming") < bench.RSS_RATIO_TARGET
         and high.peak_rss_bytes < bench.RSS_LIMIT_BYTES
@@ -62,7 +67,8 @@ def test_synthetic_source_is_sharded_in_row_groups_and_deterministic(tmp_path):
     paths = bench.write_synthetic_source(tmp_path / "a", 25, shard_records=10, row_group_records=4)
     again = bench.write_synthetic_source(tmp_path / "b", 25, shard_records=10, row_group_records=4)
     assert [p.name for p in paths] == [
-        "train-00000-of-00003.parquet", "train-00001-of-00003.parquet",
+        "train-00000-of-00003.parquet",
+        "train-00001-of-00003.parquet",
         "train-00002-of-00003.parquet",
     ]
     assert [p.read_bytes() for p in paths] == [p.read_bytes() for p in again]

@@ -187,8 +187,10 @@ def test_invalid_rows_are_counted_with_file_row_and_reason(tmp_path):
     report = clean_source(make_spec(records), tmp_path)
     out = tmp_path / "sub" / "synthetic.jsonl"
     assert list(iter_cleaned_rows(out)) == [
-        Row("direct", "q1", "a1"), Row("cot", "q1", "s1"),
-        Row("", "q4", "dict rows work"), Row("noisy,cot", "q9", "s9"),
+        Row("direct", "q1", "a1"),
+        Row("cot", "q1", "s1"),
+        Row("", "q4", "dict rows work"),
+        Row("noisy,cot", "q9", "s9"),
     ]
     assert report.records_read == 9
     assert report.rows_written == 4
@@ -211,7 +213,10 @@ def test_invalid_rows_are_counted_with_file_row_and_reason(tmp_path):
     assert "row 5, field 'response': expected a string, got int" in strings[1]
     skip = report.skipped["synthetic skip reason"].examples[0]
     assert (skip.file, skip.row, skip.raw, skip.detail) == (
-        "sub/synthetic.jsonl", None, "p#7", "rule of the source"
+        "sub/synthetic.jsonl",
+        None,
+        "p#7",
+        "rule of the source",
     )
     assert report.condition_counts == {"direct": 1, "cot": 1, "": 1, "noisy,cot": 1}
     assert report.tag_counts == {"direct": 1, "cot": 2, "(none)": 1, "noisy": 1}
@@ -265,13 +270,16 @@ def test_routed_source_writes_one_file_per_task(tmp_path):
         {"task": "gamma", "rows": [Row("bad", "g", "4")]},  # every row invalid: no file
     ]
     spec = make_spec(
-        records, fmt="parquet", output="routed/",
+        records,
+        fmt="parquet",
+        output="routed/",
         route=lambda record, part: f"routed/{part}__{record['task']}.parquet",
     )
     report = clean_source(spec, tmp_path, batch_size=1)
     assert sorted(report.files) == ["routed/p__alpha.parquet", "routed/p__beta.parquet"]
     assert list(iter_cleaned_rows(tmp_path / "routed/p__alpha.parquet")) == [
-        Row("direct", "a1", "1"), Row("direct", "a2", "3"),
+        Row("direct", "a1", "1"),
+        Row("direct", "a2", "3"),
     ]
     assert not (tmp_path / "routed/p__gamma.parquet").exists()
     assert report.skipped[UNKNOWN_TAG].examples[0].file == "routed/p__gamma.parquet"
@@ -288,7 +296,10 @@ def test_parts_are_read_in_order_and_counted(tmp_path):
     assert report.parts == ["second", "first"]
     assert seen == [1, 2, 1]
     assert [r.instruction for r in iter_cleaned_rows(tmp_path / "sub/synthetic.jsonl")] == [
-        "s", "f", "f", "f",
+        "s",
+        "f",
+        "f",
+        "f",
     ]
 
 
@@ -323,8 +334,10 @@ def test_reader_and_writer_interleave_batch_by_batch(tmp_path):
 
 def _records(n: int) -> Iterator[list[dict]]:
     for start in range(0, n, 500):
-        yield [{"rows": [Row("cot", f"question {i} " * 8, f"answer {i} " * 8)]}
-               for i in range(start, min(n, start + 500))]
+        yield [
+            {"rows": [Row("cot", f"question {i} " * 8, f"answer {i} " * 8)]}
+            for i in range(start, min(n, start + 500))
+        ]
 
 
 @dataclass
@@ -347,9 +360,15 @@ class GeneratedLayout:
 def test_peak_python_memory_does_not_grow_with_source_size(tmp_path, fmt):
     def peak(n: int) -> int:
         spec = SourceSpec(
-            name="generated", hub_id=None, configs=None, split="train",
-            output=f"generated_{n}.{fmt}", format=fmt, clean=passthrough,
-            layout=GeneratedLayout(n), demo=lambda rng: {},
+            name="generated",
+            hub_id=None,
+            configs=None,
+            split="train",
+            output=f"generated_{n}.{fmt}",
+            format=fmt,
+            clean=passthrough,
+            layout=GeneratedLayout(n),
+            demo=lambda rng: {},
         )
         tracemalloc.start()
         try:

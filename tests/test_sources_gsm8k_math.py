@@ -50,8 +50,13 @@ def data_io_gsm8k(raw: list[dict]) -> list[dict]:
     for row in raw:
         answer = row["answer"].split("#### ")
         assert len(answer) == 2
-        out.append({"condition": "direct", "instruction": row["question"].strip(),
-                    "response": answer[-1].strip()})
+        out.append(
+            {
+                "condition": "direct",
+                "instruction": row["question"].strip(),
+                "response": answer[-1].strip(),
+            }
+        )
     return out
 
 
@@ -138,12 +143,22 @@ def data_io_math(raw_by_subject: dict[str, list[dict]]) -> list[dict]:
     out = []
     for subject in sorted(raw_by_subject):
         for row in raw_by_subject[subject]:
-            out.append({"condition": "cot", "instruction": row["problem"],
-                        "response": row["solution"].strip()})
+            out.append(
+                {
+                    "condition": "cot",
+                    "instruction": row["problem"],
+                    "response": row["solution"].strip(),
+                }
+            )
             answer = data_io_last_boxed(row["solution"])
             if answer:
-                out.append({"condition": "direct", "instruction": row["problem"],
-                            "response": answer.strip()})
+                out.append(
+                    {
+                        "condition": "direct",
+                        "instruction": row["problem"],
+                        "response": answer.strip(),
+                    }
+                )
     return out
 
 
@@ -207,10 +222,14 @@ def test_math_hub_code_path_calls_datasets_like_data_io(monkeypatch, tmp_path):
     """With no raw root, configs come from get_dataset_config_names and each is streamed."""
     import datasets
 
-    raw = {"algebra": [{"problem": "P", "level": "Level 1", "type": "Algebra",
-                        "solution": "$\\boxed{1}$"}],
-           "geometry": [{"problem": "G", "level": "Level 2", "type": "Geometry",
-                         "solution": "no box"}]}
+    raw = {
+        "algebra": [
+            {"problem": "P", "level": "Level 1", "type": "Algebra", "solution": "$\\boxed{1}$"}
+        ],
+        "geometry": [
+            {"problem": "G", "level": "Level 2", "type": "Geometry", "solution": "no box"}
+        ],
+    }
     for name, rows in raw.items():
         (tmp_path / name).mkdir()
         pq.write_table(pa.Table.from_pylist(rows), tmp_path / name / "train-00000-of-00001.parquet")
@@ -235,7 +254,9 @@ def test_math_hub_code_path_calls_datasets_like_data_io(monkeypatch, tmp_path):
         ("load", "EleutherAI/hendrycks_math", "algebra", {"split": "train", "streaming": True}),
     ]
     assert list(iter_cleaned_rows(tmp_path / "cleaned" / "math_train.jsonl")) == [
-        Row("cot", "G", "no box"), Row("cot", "P", "$\\boxed{1}$"), Row("direct", "P", "1"),
+        Row("cot", "G", "no box"),
+        Row("cot", "P", "$\\boxed{1}$"),
+        Row("direct", "P", "1"),
     ]
     assert report.parts == ["geometry", "algebra"]
 

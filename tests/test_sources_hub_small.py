@@ -27,8 +27,16 @@ from hrm_assets.sources.hub_splits import HubSplitsLayout
 from hrm_assets.sources.spec import SourceSpec
 
 NAMES = [
-    "natural_reasoning", "no_robots", "numinamath", "omnimath", "principia_collection",
-    "webinstruct_verified", "acereason", "openmathinstruct2", "openthoughts2", "textbookreasoning",
+    "natural_reasoning",
+    "no_robots",
+    "numinamath",
+    "omnimath",
+    "principia_collection",
+    "webinstruct_verified",
+    "acereason",
+    "openmathinstruct2",
+    "openthoughts2",
+    "textbookreasoning",
 ]
 
 
@@ -110,21 +118,36 @@ def data_io_no_robots(parts):
             system_content, start_idx = "", 0
             if msgs[0]["role"] == "system":
                 system_content, start_idx = msgs[0]["content"] + "\n\n", 1
-            if (len(msgs) > start_idx + 1 and msgs[start_idx]["role"] == "user"
-                    and msgs[start_idx + 1]["role"] == "assistant"):
-                out.append(row("cot", system_content + msgs[start_idx]["content"],
-                               msgs[start_idx + 1]["content"]))
+            if (
+                len(msgs) > start_idx + 1
+                and msgs[start_idx]["role"] == "user"
+                and msgs[start_idx + 1]["role"] == "assistant"
+            ):
+                out.append(
+                    row(
+                        "cot",
+                        system_content + msgs[start_idx]["content"],
+                        msgs[start_idx + 1]["content"],
+                    )
+                )
     return {"no_robots.jsonl": out}
 
 
 def data_io_numinamath(parts):
     out = []
     for r in parts["default"]:
-        if (not r["synthetic"] and r["problem_is_valid"] == "Yes"
-                and r["solution_is_valid"] == "Yes" and r["solution"] is not None
-                and r["answer"] is not None):
-            if ("http" not in r["problem"] and "http" not in r["solution"]
-                    and "Translate the text above into English" not in r["solution"]):
+        if (
+            not r["synthetic"]
+            and r["problem_is_valid"] == "Yes"
+            and r["solution_is_valid"] == "Yes"
+            and r["solution"] is not None
+            and r["answer"] is not None
+        ):
+            if (
+                "http" not in r["problem"]
+                and "http" not in r["solution"]
+                and "Translate the text above into English" not in r["solution"]
+            ):
                 problem, solution = r["problem"].strip(), r["solution"].strip()
                 if problem and solution:
                     out.append(row("noisy,cot", problem, solution))
@@ -144,14 +167,20 @@ def data_io_omnimath(parts):
 
 
 def data_io_principia_collection(parts):
-    out = [row("synth,direct", r["problem_statement"], r["answer"])
-           for split in ("mathematical_object", "numerical") for r in parts[split]]
+    out = [
+        row("synth,direct", r["problem_statement"], r["answer"])
+        for split in ("mathematical_object", "numerical")
+        for r in parts[split]
+    ]
     return {"principia_collection.jsonl": out}
 
 
 def data_io_webinstruct_verified(parts):
-    return {"webinstruct_verified.jsonl": [row("direct", r["question"], r["answer"])
-                                           for r in parts["default"]]}
+    return {
+        "webinstruct_verified.jsonl": [
+            row("direct", r["question"], r["answer"]) for r in parts["default"]
+        ]
+    }
 
 
 def data_io_remove_think_tags(text):
@@ -176,8 +205,15 @@ def data_io_openmathinstruct2(parts):
     return {"openmathinstruct2/cot.parquet": cot, "openmathinstruct2/direct.parquet": direct}
 
 
-OPENTHOUGHTS2_REMOVED = {"dolphin", "evolcodegolf", "glaive", "magicoder", "sharegpt",
-                         "codefeedback", "nvidia_math"}
+OPENTHOUGHTS2_REMOVED = {
+    "dolphin",
+    "evolcodegolf",
+    "glaive",
+    "magicoder",
+    "sharegpt",
+    "codefeedback",
+    "nvidia_math",
+}
 
 
 def data_io_openthoughts2(parts):
@@ -190,8 +226,11 @@ def data_io_openthoughts2(parts):
             instruction = r["conversations"][0]["value"]
             output = r["conversations"][1]["value"]
             output_lower = output.lower()
-            if ("python" not in instruction.lower() and "python" not in output_lower
-                    and "```" not in output_lower):
+            if (
+                "python" not in instruction.lower()
+                and "python" not in output_lower
+                and "```" not in output_lower
+            ):
                 out.append(row("synth,cot", instruction, data_io_remove_think_tags(output)))
     return {"openthoughts2/all.parquet": out}
 
@@ -224,8 +263,11 @@ DATA_IO = {
 
 
 def nr(question, reference_answer):
-    return {"question": question, "reference_answer": reference_answer,
-            "responses": [{"response_model": "m", "response": "r"}]}
+    return {
+        "question": question,
+        "reference_answer": reference_answer,
+        "responses": [{"response_model": "m", "response": "r"}],
+    }
 
 
 def test_natural_reasoning_rows_from_top_level_jsonl(tmp_path):
@@ -245,11 +287,16 @@ def test_natural_reasoning_rows_from_top_level_jsonl(tmp_path):
     report = run("natural_reasoning", tmp_path)
     expected = data_io_natural_reasoning({"default": good})
     assert [r["response"] for r in expected["natural_reasoning.jsonl"]] == [
-        "100 °C", "yes", "9.11e-31 kg"]
+        "100 °C",
+        "yes",
+        "9.11e-31 kg",
+    ]
     assert_outputs(tmp_path, expected)
     assert report.records_read == len(raw)
     assert {k: v.count for k, v in report.skipped.items()} == {
-        "reference_answer is not a string": 1, "question is not a string": 1}
+        "reference_answer is not a string": 1,
+        "question is not a string": 1,
+    }
     assert [e.raw for e in report.skipped["question is not a string"].examples] == ["default#10"]
 
 
@@ -261,8 +308,12 @@ def msgs(*pairs):
 
 
 def nrb(messages, index):
-    return {"prompt": messages[0]["content"], "prompt_id": f"id{index}", "messages": messages,
-            "category": "Chat"}
+    return {
+        "prompt": messages[0]["content"],
+        "prompt_id": f"id{index}",
+        "messages": messages,
+        "category": "Chat",
+    }
 
 
 NO_ROBOTS_TRAIN = [
@@ -291,8 +342,12 @@ def test_no_robots_first_exchange_of_every_split_train_first(tmp_path):
     report = run("no_robots", tmp_path)
     expected = data_io_no_robots({"train": train, "test": test})
     assert [r["instruction"] for r in expected["no_robots.jsonl"]] == [
-        "Write a limerick.", "Be terse.\n\n Hi ", "One", "Écris un poème sur la mer.",
-        "你是助手。\n\n你好"]
+        "Write a limerick.",
+        "Be terse.\n\n Hi ",
+        "One",
+        "Écris un poème sur la mer.",
+        "你是助手。\n\n你好",
+    ]
     assert_outputs(tmp_path, expected)
     assert report.parts == ["train", "test"]
     assert report.skipped == {}
@@ -336,13 +391,26 @@ def test_hub_splits_layout_rejects_bad_split_lists(tmp_path):
 # -- numinamath --------------------------------------------------------------------------------
 
 
-def numina(problem="Find $x$ if $2x=4$.", solution="We get $x=2$.", answer="2",
-           question_type="math-word-problem", synthetic=False, problem_ok="Yes",
-           solution_ok="Yes"):
-    return {"problem": problem, "solution": solution, "answer": answer,
-            "problem_type": "Algebra", "question_type": question_type,
-            "problem_is_valid": problem_ok, "solution_is_valid": solution_ok,
-            "source": "olympiads", "synthetic": synthetic}
+def numina(
+    problem="Find $x$ if $2x=4$.",
+    solution="We get $x=2$.",
+    answer="2",
+    question_type="math-word-problem",
+    synthetic=False,
+    problem_ok="Yes",
+    solution_ok="Yes",
+):
+    return {
+        "problem": problem,
+        "solution": solution,
+        "answer": answer,
+        "problem_type": "Algebra",
+        "question_type": question_type,
+        "problem_is_valid": problem_ok,
+        "solution_is_valid": solution_ok,
+        "source": "olympiads",
+        "synthetic": synthetic,
+    }
 
 
 def test_numinamath_filters_and_rows(tmp_path):
@@ -380,8 +448,14 @@ def test_numinamath_filters_and_rows(tmp_path):
 
 
 def omni(problem, solution, answer):
-    return {"domain": ["Mathematics -> Algebra"], "difficulty": 5.5, "problem": problem,
-            "solution": solution, "answer": answer, "source": "imo"}
+    return {
+        "domain": ["Mathematics -> Algebra"],
+        "difficulty": 5.5,
+        "problem": problem,
+        "solution": solution,
+        "answer": answer,
+        "source": "imo",
+    }
 
 
 def test_omnimath_cot_then_direct_from_top_level_jsonl(tmp_path):
@@ -396,10 +470,14 @@ def test_omnimath_cot_then_direct_from_top_level_jsonl(tmp_path):
     report = run("omnimath", tmp_path)
     expected = data_io_omnimath({"default": good})
     assert expected["omnimath.jsonl"][:2] == [
-        row("cot", "  Find $n$.  ", "Thus $n=3$."), row("direct", "  Find $n$.  ", "3")]
+        row("cot", "  Find $n$.  ", "Thus $n=3$."),
+        row("direct", "  Find $n$.  ", "3"),
+    ]
     assert_outputs(tmp_path, expected)
     assert {k: v.count for k, v in report.skipped.items()} == {
-        "answer is not a string": 1, "solution is not a string": 1}
+        "answer is not a string": 1,
+        "solution is not a string": 1,
+    }
     assert report.tag_counts == {"cot": 2, "direct": 2}
 
 
@@ -408,19 +486,34 @@ def test_omnimath_cot_then_direct_from_top_level_jsonl(tmp_path):
 
 def test_principia_collection_every_split_in_card_order(tmp_path):
     objects = [
-        {"topic": "ODEs", "problem_statement": " Solve $y'=y$. ", "answer": "$Ce^t$ ",
-         "answer_type": "mathematical_object"},
-        {"topic": "Groups", "problem_statement": "Ordre du groupe $S_3$ ?", "answer": None,
-         "answer_type": "mathematical_object"},
+        {
+            "topic": "ODEs",
+            "problem_statement": " Solve $y'=y$. ",
+            "answer": "$Ce^t$ ",
+            "answer_type": "mathematical_object",
+        },
+        {
+            "topic": "Groups",
+            "problem_statement": "Ordre du groupe $S_3$ ?",
+            "answer": None,
+            "answer_type": "mathematical_object",
+        },
     ]
-    numerical = [{"topic": "Optics", "problem_statement": "Focal length of ½-dioptre lens?",
-                  "answer": "2 m", "answer_type": "numerical"}]
+    numerical = [
+        {
+            "topic": "Optics",
+            "problem_statement": "Focal length of ½-dioptre lens?",
+            "answer": "2 m",
+            "answer_type": "numerical",
+        }
+    ]
     data = tmp_path / "raw/facebook/principia-collection/data"
     write_raw(data, "numerical-00000-of-00001.parquet", numerical)
     write_raw(data, "mathematical_object-00000-of-00001.parquet", objects)
     report = run("principia_collection", tmp_path)
     expected = data_io_principia_collection(
-        {"mathematical_object": [objects[0]], "numerical": numerical})
+        {"mathematical_object": [objects[0]], "numerical": numerical}
+    )
     assert_outputs(tmp_path, expected)
     assert report.parts == ["mathematical_object", "numerical"]
     # data_io would write {"response": null}; here the row is validated away and reported.
@@ -430,10 +523,22 @@ def test_principia_collection_every_split_in_card_order(tmp_path):
 
 def test_webinstruct_verified_train_split_only(tmp_path):
     train = [
-        {"id": "a", "question": "What is 3 × 4?", "answer": "12", "answer_type": "Integer",
-         "category": "Mathematics", "difficulty": "Primary School"},
-        {"id": "b", "question": " Speed of light? ", "answer": " 3e8 m/s ",
-         "answer_type": "Float", "category": "Physics", "difficulty": "University"},
+        {
+            "id": "a",
+            "question": "What is 3 × 4?",
+            "answer": "12",
+            "answer_type": "Integer",
+            "category": "Mathematics",
+            "difficulty": "Primary School",
+        },
+        {
+            "id": "b",
+            "question": " Speed of light? ",
+            "answer": " 3e8 m/s ",
+            "answer_type": "Float",
+            "category": "Physics",
+            "difficulty": "University",
+        },
     ]
     data = tmp_path / "raw/TIGER-Lab/WebInstruct-verified/data"
     write_raw(data, "train-00000-of-00001.parquet", train)
@@ -447,8 +552,14 @@ def test_webinstruct_verified_train_split_only(tmp_path):
 
 
 def ace(category, output, prompt="Compute $1+1$."):
-    return {"input": prompt, "output": output, "category": category, "license": "cc-by-4.0",
-            "reasoning": "on", "generator": "synthetic"}
+    return {
+        "input": prompt,
+        "output": output,
+        "category": category,
+        "license": "cc-by-4.0",
+        "reasoning": "on",
+        "generator": "synthetic",
+    }
 
 
 def test_acereason_math_only_without_thinking(tmp_path):
@@ -465,12 +576,17 @@ def test_acereason_math_only_without_thinking(tmp_path):
     report = run("acereason", tmp_path)
     expected = data_io_acereason({"default": good})
     assert [r["response"] for r in expected["acereason/all.parquet"]] == [
-        "\nThe answer is $2$.", "Intro  outro", "<think>never closed\nanswer 2"]
+        "\nThe answer is $2$.",
+        "Intro  outro",
+        "<think>never closed\nanswer 2",
+    ]
     assert_outputs(tmp_path, expected)
     skipped = report.skipped["math output does not hold exactly one <think>"]
     assert skipped.count == 2
     assert [(e.raw, e.detail) for e in skipped.examples] == [
-        ("default#2", "0 <think> tags"), ("default#5", "2 <think> tags")]
+        ("default#2", "0 <think> tags"),
+        ("default#5", "2 <think> tags"),
+    ]
 
 
 def ot(source, user, answer, roles=("user", "assistant")):
@@ -487,31 +603,47 @@ def test_openthoughts2_sources_code_heuristic_and_thinking(tmp_path):
         ot("stackexchange-physics", "Why?", "<think>t</think>See PYTHON docs"),
         ot("stackexchange-physics", "Why?", "<think>t</think>```\nfenced\n```"),
         ot("stackexchange-physics", "```\nfence in question\n```", "<think>t</think>fine"),
-        ot("glaive", "Bad roles are not checked for removed sources", "x",
-           roles=("assistant", "user")),
+        ot(
+            "glaive",
+            "Bad roles are not checked for removed sources",
+            "x",
+            roles=("assistant", "user"),
+        ),
         ot("physics", "Pourquoi le ciel est-il bleu ?", "Diffusion de Rayleigh."),
     ]
-    bad = [ot("physics", "Q", "A", roles=("human", "gpt")),
-           {**ot("physics", "Q", "A"), "conversations": [{"from": "user", "value": "Q"}]}]
+    bad = [
+        ot("physics", "Q", "A", roles=("human", "gpt")),
+        {**ot("physics", "Q", "A"), "conversations": [{"from": "user", "value": "Q"}]},
+    ]
     raw = good[:2] + [bad[0]] + good[2:] + [bad[1]]
-    write_raw(tmp_path / "raw", "open-thoughts/OpenThoughts2-1M/data/train-00000-of-00001.parquet",
-              raw)
+    write_raw(
+        tmp_path / "raw", "open-thoughts/OpenThoughts2-1M/data/train-00000-of-00001.parquet", raw
+    )
     report = run("openthoughts2", tmp_path)
     expected = data_io_openthoughts2({"default": good})
     assert [r["response"] for r in expected["openthoughts2/all.parquet"]] == [
-        "\n\n$x=1$", "fine", "Diffusion de Rayleigh."]
+        "\n\n$x=1$",
+        "fine",
+        "Diffusion de Rayleigh.",
+    ]
     assert_outputs(tmp_path, expected)
     skipped = report.skipped["conversation is not user then assistant"]
     assert [(e.raw, e.detail) for e in skipped.examples] == [
-        ("default#3", "roles ['human', 'gpt']"), ("default#11", "1 turns")]
+        ("default#3", "roles ['human', 'gpt']"),
+        ("default#11", "1 turns"),
+    ]
 
 
 # -- openmathinstruct2 and textbookreasoning: two files each -----------------------------------
 
 
 def omi(problem, source, solution="Solution $\\boxed{1}$.", answer="1"):
-    return {"problem": problem, "generated_solution": solution, "expected_answer": answer,
-            "problem_source": source}
+    return {
+        "problem": problem,
+        "generated_solution": solution,
+        "expected_answer": answer,
+        "problem_source": source,
+    }
 
 
 def test_openmathinstruct2_cot_and_direct_files(tmp_path):
@@ -542,8 +674,12 @@ def test_openmathinstruct2_writes_an_empty_direct_file_as_data_io_does(tmp_path)
 
 
 def tbr(question, answer, reference_answer):
-    return {"question": question, "answer": answer, "subject": "physics",
-            "reference_answer": reference_answer}
+    return {
+        "question": question,
+        "answer": answer,
+        "subject": "physics",
+        "reference_answer": reference_answer,
+    }
 
 
 def test_textbookreasoning_cot_for_all_direct_without_proofs(tmp_path):
@@ -556,8 +692,9 @@ def test_textbookreasoning_cot_for_all_direct_without_proofs(tmp_path):
     ]
     bad = [tbr(None, "orphan answer", "x")]
     raw = good[:2] + bad + good[2:]
-    write_raw(tmp_path / "raw", "MegaScience/TextbookReasoning/data/train-00000-of-00001.parquet",
-              raw)
+    write_raw(
+        tmp_path / "raw", "MegaScience/TextbookReasoning/data/train-00000-of-00001.parquet", raw
+    )
     report = run("textbookreasoning", tmp_path)
     expected = data_io_textbookreasoning({"default": good})
     direct = expected["textbookreasoning/direct.parquet"]
@@ -566,10 +703,15 @@ def test_textbookreasoning_cot_for_all_direct_without_proofs(tmp_path):
     assert_outputs(tmp_path, expected)
     assert len(expected["textbookreasoning/cot.parquet"]) == 5
     assert {k: v.count for k, v in report.skipped.items()} == {
-        "question is not a string": 1, NOT_A_STRING: 1}
+        "question is not a string": 1,
+        NOT_A_STRING: 1,
+    }
     example = report.skipped[NOT_A_STRING].examples[0]
     assert (example.file, example.row, example.raw) == (
-        "textbookreasoning/direct.parquet", 3, "default#6")
+        "textbookreasoning/direct.parquet",
+        3,
+        "default#6",
+    )
 
 
 # -- registry, outputs, demo -------------------------------------------------------------------
@@ -585,11 +727,9 @@ def test_specs_outputs_and_prefix_config_names():
         "principia_collection": ("principia_collection.jsonl",),
         "webinstruct_verified": ("webinstruct_verified.jsonl",),
         "acereason": ("acereason/all.parquet",),
-        "openmathinstruct2": ("openmathinstruct2/cot.parquet",
-                              "openmathinstruct2/direct.parquet"),
+        "openmathinstruct2": ("openmathinstruct2/cot.parquet", "openmathinstruct2/direct.parquet"),
         "openthoughts2": ("openthoughts2/all.parquet",),
-        "textbookreasoning": ("textbookreasoning/cot.parquet",
-                              "textbookreasoning/direct.parquet"),
+        "textbookreasoning": ("textbookreasoning/cot.parquet", "textbookreasoning/direct.parquet"),
     }
     spec = get_source("openmathinstruct2")
     assert spec.writes("openmathinstruct2/direct.parquet")

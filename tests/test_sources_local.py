@@ -102,8 +102,10 @@ def test_dmmath_real_files_give_data_io_rows(tmp_path, real_raw):
     assert "dmmath/train-easy__algebra__linear_1d.parquet" in expected
     assert report.skipped == {}
     assert report.records_read == 50400
-    assert report.parts[:2] == ["train-easy/algebra__linear_1d.txt",
-                                "train-easy/algebra__linear_1d_composed.txt"]
+    assert report.parts[:2] == [
+        "train-easy/algebra__linear_1d.txt",
+        "train-easy/algebra__linear_1d_composed.txt",
+    ]
     assert report.parts[-1].startswith("train-hard/")
     assert report.tag_counts == {"direct": 50400}
 
@@ -138,7 +140,8 @@ def test_dmmath_line_handling_names_and_odd_files(tmp_path):
             row("direct", "", ""),  # two blank lines are a (blank) pair, as in data_io
         ],
         "dmmath/train-medium__odd one__.parquet": [
-            row("direct", "Q1", "A1"), row("direct", "Q2", "A2"),
+            row("direct", "Q1", "A1"),
+            row("direct", "Q2", "A2"),
         ],
     }
     assert skips(report) == {dmmath_module.ODD_LINES: 1}
@@ -146,8 +149,11 @@ def test_dmmath_line_handling_names_and_odd_files(tmp_path):
     assert example.raw == "train-medium/odd one+ü.txt#3"
     assert example.file == "dmmath/train-medium__odd one__.parquet"
     assert "lonely ü" in example.detail
-    assert report.parts == ["train-medium/crlf.txt", "train-medium/empty.txt",
-                            "train-medium/odd one+ü.txt"]
+    assert report.parts == [
+        "train-medium/crlf.txt",
+        "train-medium/empty.txt",
+        "train-medium/odd one+ü.txt",
+    ]
 
 
 def test_dmmath_needs_a_raw_root(tmp_path):
@@ -207,7 +213,8 @@ def test_sudoku_rows_and_malformed_rows(tmp_path):
     assert skips(report) == {sudoku_module.WRONG_LENGTH: 1, sudoku_module.WRONG_FIELD_COUNT: 2}
     field_examples = report.skipped[sudoku_module.WRONG_FIELD_COUNT].examples
     assert [(e.raw, e.detail) for e in field_examples] == [
-        ("train.csv#4", "3 fields"), ("train.csv#5", "5 fields"),
+        ("train.csv#4", "3 fields"),
+        ("train.csv#5", "5 fields"),
     ]
 
 
@@ -239,33 +246,67 @@ def data_io_synth(input_dir: Path) -> dict[str, list[dict]]:
     """pipe_clustered/clean_SYNTH.py restated with its polars expressions, per input file."""
     out = {}
     for file_path in sorted(input_dir.glob("*.parquet")):
-        df = pl.scan_parquet(file_path).filter(
-            (pl.col("language") == "en")
-            & (~pl.col("query_seed_url").str.contains("Pleias self-knowledge"))
-            & (pl.col("exercise") != "cooking")
-        ).select([
-            pl.when(pl.col("exercise") == "rag")
-            .then(pl.col("query") + pl.col("constraints"))
-            .otherwise(pl.col("query")).alias("instruction"),
-            pl.when(pl.col("exercise").is_in(
-                ["creative writing", "rag", "memorization", "constrained writing", "editing"]
-            )).then(pl.lit("synth,cot"))
-            .when(pl.col("exercise").is_in(["math mcq", "mcq"])).then(pl.lit("synth,direct"))
-            .when(pl.col("exercise") == "math exercise").then(pl.lit("synth,noisy,cot"))
-            .otherwise(pl.lit("")).alias("condition"),
-            pl.col("synthetic_answer").alias("response"),
-        ])
+        df = (
+            pl.scan_parquet(file_path)
+            .filter(
+                (pl.col("language") == "en")
+                & (~pl.col("query_seed_url").str.contains("Pleias self-knowledge"))
+                & (pl.col("exercise") != "cooking")
+            )
+            .select(
+                [
+                    pl.when(pl.col("exercise") == "rag")
+                    .then(pl.col("query") + pl.col("constraints"))
+                    .otherwise(pl.col("query"))
+                    .alias("instruction"),
+                    pl.when(
+                        pl.col("exercise").is_in(
+                            [
+                                "creative writing",
+                                "rag",
+                                "memorization",
+                                "constrained writing",
+                                "editing",
+                            ]
+                        )
+                    )
+                    .then(pl.lit("synth,cot"))
+                    .when(pl.col("exercise").is_in(["math mcq", "mcq"]))
+                    .then(pl.lit("synth,direct"))
+                    .when(pl.col("exercise") == "math exercise")
+                    .then(pl.lit("synth,noisy,cot"))
+                    .otherwise(pl.lit(""))
+                    .alias("condition"),
+                    pl.col("synthetic_answer").alias("response"),
+                ]
+            )
+        )
         rows = df.collect().select(["condition", "instruction", "response"]).to_dicts()
         out[f"SYNTH/{file_path.name}"] = rows
     return out
 
 
-def synth_record(exercise, language="en", url="https://en.wikipedia.org/wiki/X", query="Q?",
-                 constraints="", answer="A.") -> dict:
-    return {"synth_id": "s", "language": language, "exercise": exercise, "model": "m",
-            "query": query, "query_seed_url": url, "query_seed_text": "seed",
-            "constraints": constraints, "synthetic_reasoning": "long reasoning",
-            "synthetic_answer": answer, "words": 3}
+def synth_record(
+    exercise,
+    language="en",
+    url="https://en.wikipedia.org/wiki/X",
+    query="Q?",
+    constraints="",
+    answer="A.",
+) -> dict:
+    return {
+        "synth_id": "s",
+        "language": language,
+        "exercise": exercise,
+        "model": "m",
+        "query": query,
+        "query_seed_url": url,
+        "query_seed_text": "seed",
+        "constraints": constraints,
+        "synthetic_reasoning": "long reasoning",
+        "synthetic_answer": answer,
+        "words": 3,
+    }
 
 
 SYNTH_FIXTURE = {
@@ -273,8 +314,11 @@ SYNTH_FIXTURE = {
         synth_record("rag", query="Who was Ada? ", constraints="\nCite the text.", answer=" Ada. "),
         synth_record("memorization", query="  Recall Zürich  ", answer="Zürich is a city.\n"),
         synth_record("math exercise", query="2+2?", answer="4"),
-        synth_record("math mcq"), synth_record("mcq"), synth_record("editing"),
-        synth_record("creative writing"), synth_record("constrained writing"),
+        synth_record("math mcq"),
+        synth_record("mcq"),
+        synth_record("editing"),
+        synth_record("creative writing"),
+        synth_record("constrained writing"),
         synth_record("summarization", query="Summarize.", answer="Short."),  # fallback: ""
         synth_record("cooking"),
         synth_record("rag", language="fr"),
@@ -306,18 +350,21 @@ def write_synth_fixture(raw: Path) -> Path:
 
 def test_synth_rows_conditions_and_reported_cases(tmp_path):
     folder = write_synth_fixture(tmp_path / "raw")
-    report = clean_source(get_source("synth"), tmp_path / "cleaned", tmp_path / "raw",
-                          batch_size=4)
+    report = clean_source(get_source("synth"), tmp_path / "cleaned", tmp_path / "raw", batch_size=4)
     expected = data_io_synth(folder)
     # Rows data_io writes with a null field are the ones reported instead of written.
     nulls = {name: [r for r in rows if None in r.values()] for name, rows in expected.items()}
     assert len(nulls["SYNTH/synth_2.parquet"]) == 2
-    kept = {name: [r for r in rows if None not in r.values()]
-            for name, rows in expected.items() if any(None not in r.values() for r in rows)}
+    kept = {
+        name: [r for r in rows if None not in r.values()]
+        for name, rows in expected.items()
+        if any(None not in r.values() for r in rows)
+    }
     assert read_outputs(tmp_path / "cleaned") == kept
     assert sorted(kept) == ["SYNTH/.x.parquet", "SYNTH/synth_10.parquet", "SYNTH/synth_2.parquet"]
-    assert kept["SYNTH/synth_2.parquet"][0] == row("synth,cot", "Who was Ada? \nCite the text.",
-                                                   " Ada. ")
+    assert kept["SYNTH/synth_2.parquet"][0] == row(
+        "synth,cot", "Who was Ada? \nCite the text.", " Ada. "
+    )
     assert skips(report) == {synth_module.NULL_FILTER_FIELD: 2, synth_module.NULL_TEXT: 2}
     assert report.condition_counts[""] == 1  # the fallback branch's row is kept and counted
     assert report.tag_counts["(none)"] == 1
@@ -331,8 +378,9 @@ def test_synth_reads_only_the_columns_it_needs(tmp_path):
     slim = [{k: v for k, v in synth_record("mcq").items() if k in synth_module.COLUMNS}]
     pq.write_table(pa.Table.from_pylist(slim), folder / "a.parquet")
     clean_source(get_source("synth"), tmp_path / "cleaned", tmp_path)
-    assert read_outputs(tmp_path / "cleaned") == {"SYNTH/a.parquet": [row("synth,direct", "Q?",
-                                                                          "A.")]}
+    assert read_outputs(tmp_path / "cleaned") == {
+        "SYNTH/a.parquet": [row("synth,direct", "Q?", "A.")]
+    }
     no_constraints = [{k: v for k, v in slim[0].items() if k != "constraints"}]
     pq.write_table(pa.Table.from_pylist(no_constraints), folder / "a.parquet")
     with pytest.raises(ValueError, match="constraints"):
@@ -342,9 +390,20 @@ def test_synth_reads_only_the_columns_it_needs(tmp_path):
 # -- FLAN (synthetic Parquet in the Hub schema) --------------------------------------------------
 
 FLAN_INCLUDED = {
-    "direct": ["dialog_fsopt_data", "flan_fsopt_data", "flan_fsnoopt_data", "niv2_fsopt_data",
-               "t0_fsopt_data", "t0_fsnoopt_data", "dialog_zsopt_data", "flan_zsopt_data",
-               "flan_zsnoopt_data", "niv2_zsopt_data", "t0_zsopt_data", "t0_zsnoopt_data"],
+    "direct": [
+        "dialog_fsopt_data",
+        "flan_fsopt_data",
+        "flan_fsnoopt_data",
+        "niv2_fsopt_data",
+        "t0_fsopt_data",
+        "t0_fsnoopt_data",
+        "dialog_zsopt_data",
+        "flan_zsopt_data",
+        "flan_zsnoopt_data",
+        "niv2_zsopt_data",
+        "t0_zsopt_data",
+        "t0_zsnoopt_data",
+    ],
     "cot": ["cot_fsopt_data", "cot_zsopt_data"],
 }
 
@@ -358,7 +417,9 @@ def data_io_flan(input_dir: Path) -> dict[str, list[dict]]:
             for filename in sorted(glob.glob(os.path.join(input_dir, subset_name, "*.parquet"))):
                 table = pq.read_table(filename)
                 for task_name, inputs, targets in zip(
-                    table.column("_task_name"), table.column("inputs"), table.column("targets"),
+                    table.column("_task_name"),
+                    table.column("inputs"),
+                    table.column("targets"),
                     strict=True,
                 ):
                     if not (task_name.is_valid and inputs.is_valid and targets.is_valid):
@@ -372,8 +433,14 @@ def data_io_flan(input_dir: Path) -> dict[str, list[dict]]:
 
 
 def flan_record(task, inputs, targets) -> dict:
-    return {"inputs": inputs, "targets": targets, "_template_type": "fs_opt",
-            "_task_source": "Flan2021", "_task_name": task, "_template_idx": 0}
+    return {
+        "inputs": inputs,
+        "targets": targets,
+        "_template_type": "fs_opt",
+        "_task_source": "Flan2021",
+        "_task_name": task,
+        "_template_idx": 0,
+    }
 
 
 def write_flan_fixture(raw: Path) -> Path:
@@ -402,8 +469,7 @@ def write_flan_fixture(raw: Path) -> Path:
 
 def test_flan_one_file_per_subset_and_task(tmp_path):
     folder = write_flan_fixture(tmp_path / "raw")
-    report = clean_source(get_source("flan"), tmp_path / "cleaned", tmp_path / "raw",
-                          batch_size=2)
+    report = clean_source(get_source("flan"), tmp_path / "cleaned", tmp_path / "raw", batch_size=2)
     expected = data_io_flan(folder)
     assert sorted(expected) == [
         "flan/cot_zsopt_data__cot_gsm8k.parquet",
@@ -417,7 +483,8 @@ def test_flan_one_file_per_subset_and_task(tmp_path):
     )
     assert skips(report) == {flan_module.NULL_FIELD: 2}
     assert [(e.raw, e.detail) for e in report.skipped[flan_module.NULL_FIELD].examples] == [
-        ("flan_fsopt_data#3", "null inputs"), ("flan_fsopt_data#5", "null _task_name"),
+        ("flan_fsopt_data#3", "null inputs"),
+        ("flan_fsopt_data#5", "null _task_name"),
     ]
     assert report.parts == list(flan_module.SUBSETS)
     assert report.condition_counts == {"direct": 5, "cot": 1}
@@ -445,10 +512,14 @@ def khan_members() -> list[tuple[str, bytes]]:
 
 def mathematica_members() -> list[tuple[str, bytes]]:
     return [
-        ("amps/mathematica/Algebra/Polynomials_w_steps/1.txt",
-         b"Problem:\nFactor $x^2-1$.\nAnswer:\nDifference of squares.\n$(x-1)(x+1)$\n"),
-        ("amps/mathematica/Algebra/Polynomials/2.txt",
-         "Problem:\nExpand (x+1)²\nAnswer:\nx²+2x+1\nAnswer: twice\n".encode()),
+        (
+            "amps/mathematica/Algebra/Polynomials_w_steps/1.txt",
+            b"Problem:\nFactor $x^2-1$.\nAnswer:\nDifference of squares.\n$(x-1)(x+1)$\n",
+        ),
+        (
+            "amps/mathematica/Algebra/Polynomials/2.txt",
+            "Problem:\nExpand (x+1)²\nAnswer:\nx²+2x+1\nAnswer: twice\n".encode(),
+        ),
         ("amps/mathematica/Algebra/Polynomials/3.txt", b"Problem:\nNo answer here\n"),
         ("amps/mathematica/Algebra/Polynomials/4.txt", b"Problem:\n  \nAnswer:\n5\n"),
         ("amps/mathematica/Algebra/Polynomials/5.txt", b"Problem:\n\xff\xfe\nAnswer:\n1\n"),
@@ -565,8 +636,11 @@ def test_ampsmathematica_from_archive_and_from_folder(tmp_path):
     spec = get_source("ampsmathematica")
     report = clean_source(spec, tmp_path / "out1", raw, batch_size=3)
     assert read_outputs(tmp_path / "out1") == expected
-    assert skips(report) == {amps_module.NO_ANSWER: 1, amps_module.EMPTY_SIDE: 1,
-                             amps_module.NOT_UTF8: 1}
+    assert skips(report) == {
+        amps_module.NO_ANSWER: 1,
+        amps_module.EMPTY_SIDE: 1,
+        amps_module.NOT_UTF8: 1,
+    }
     assert report.skipped[amps_module.NO_ANSWER].examples[0].file == (
         "ampsmathematica/Algebra_Polynomials.parquet"
     )
@@ -599,21 +673,30 @@ def test_amps_location_preference_and_errors(tmp_path):
 
 
 def test_glob_files_matches_python_glob(tmp_path):
-    for name in ["b/2.json", "a/1.json", "a/.h.json", ".d/3.json", "a/x/4.json", "5.json",
-                 "dir.json/6.json"]:
+    for name in [
+        "b/2.json",
+        "a/1.json",
+        "a/.h.json",
+        ".d/3.json",
+        "a/x/4.json",
+        "5.json",
+        "dir.json/6.json",
+    ]:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("{}")
     found = [p.relative_to(tmp_path).as_posix() for p in glob_files(tmp_path, "**/*.json")]
     assert found == sorted(
-        os.path.relpath(p, tmp_path) for p in glob.glob(f"{tmp_path}/**/*.json", recursive=True)
+        os.path.relpath(p, tmp_path)
+        for p in glob.glob(f"{tmp_path}/**/*.json", recursive=True)
         if os.path.isfile(p)
     )
     assert found == ["5.json", "a/1.json", "a/x/4.json", "b/2.json", "dir.json/6.json"]
     assert [len(chunk) for chunk in batched(range(7), 3)] == [3, 3, 1]
 
 
-@pytest.mark.parametrize("name", ["dmmath", "sudoku", "synth", "flan", "amps_khan",
-                                  "ampsmathematica"])
+@pytest.mark.parametrize(
+    "name", ["dmmath", "sudoku", "synth", "flan", "amps_khan", "ampsmathematica"]
+)
 def test_demo_round_trip_matches_data_io(tmp_path, name):
     spec = get_source(name)
     written = demo.write_demo_source(spec, tmp_path / "raw")
@@ -623,8 +706,11 @@ def test_demo_round_trip_matches_data_io(tmp_path, name):
     raw = tmp_path / "raw"
     expected = {
         "dmmath": lambda: data_io_dmmath(raw / "mathematics_dataset-v1.0"),
-        "sudoku": lambda: {"sudoku_extreme/all.parquet": data_io_sudoku(
-            raw / "sapientinc/sudoku-extreme/train.csv")},
+        "sudoku": lambda: {
+            "sudoku_extreme/all.parquet": data_io_sudoku(
+                raw / "sapientinc/sudoku-extreme/train.csv"
+            )
+        },
         "synth": lambda: data_io_synth(raw / "SYNTH"),
         "flan": lambda: data_io_flan(raw / "FLAN"),
         "amps_khan": lambda: {"amps_khan.jsonl": data_io_amps_khan(raw)},
@@ -638,7 +724,8 @@ def _tar_of(raw: Path) -> Path:
     """The demo's amps/ folder packed the way data_io's archive is (sorted member order)."""
     archive = raw.parent / "amps.tar.gz"
     members = sorted(
-        (p.relative_to(raw).as_posix(), p.read_bytes()) for p in (raw / "amps").rglob("*")
+        (p.relative_to(raw).as_posix(), p.read_bytes())
+        for p in (raw / "amps").rglob("*")
         if p.is_file()
     )
     write_tar(archive, members)
@@ -651,11 +738,15 @@ def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
     from hrm_assets.rows import Row
 
     budget = BufferBudget(limit=200)
-    rows = {name: [Row("direct", f"{name} question {i} é", "answer " * (i % 4))
-                   for i in range(40)] for name in ("a", "b", "c")}
-    with (ParquetRowWriter(tmp_path / "a.parquet", 1000, budget) as a,
-          ParquetRowWriter(tmp_path / "b.parquet", 1000, budget) as b,
-          ParquetRowWriter(tmp_path / "c.parquet", 1000, budget) as c):
+    rows = {
+        name: [Row("direct", f"{name} question {i} é", "answer " * (i % 4)) for i in range(40)]
+        for name in ("a", "b", "c")
+    }
+    with (
+        ParquetRowWriter(tmp_path / "a.parquet", 1000, budget) as a,
+        ParquetRowWriter(tmp_path / "b.parquet", 1000, budget) as b,
+        ParquetRowWriter(tmp_path / "c.parquet", 1000, budget) as c,
+    ):
         writers = {"a": a, "b": b, "c": c}
         for i in range(40):
             for name, writer in writers.items():

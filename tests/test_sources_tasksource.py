@@ -54,11 +54,13 @@ def data_io_tasksource(records: list[dict], task_set: set[str]) -> dict[str, lis
     for item in records:
         if item["task"] not in task_set:
             continue
-        per_task.setdefault(item["task"], []).append({
-            "instruction": item["inputs"],
-            "response": item["targets"].removesuffix("."),
-            "condition": "direct",
-        })
+        per_task.setdefault(item["task"], []).append(
+            {
+                "instruction": item["inputs"],
+                "response": item["targets"].removesuffix("."),
+                "condition": "direct",
+            }
+        )
     return {
         f"tasksource/{data_io_safe_filename(task)}.parquet": [
             {key: row[key] for key in ("condition", "instruction", "response")} for row in rows
@@ -106,11 +108,13 @@ def synthetic_records(count: int) -> list[dict]:
     for index in range(count):
         tasks = SELECTED if index % 3 else UNSELECTED
         task = tasks[(index // 3 + index) % len(tasks)]
-        records.append({
-            "inputs": f"  Frage {index}: ¿qué sigue? 次は何?\nOptions: A, B.  ",
-            "targets": targets[index % len(targets)],
-            "task": task,
-        })
+        records.append(
+            {
+                "inputs": f"  Frage {index}: ¿qué sigue? 次は何?\nOptions: A, B.  ",
+                "targets": targets[index % len(targets)],
+                "task": task,
+            }
+        )
     return records
 
 
@@ -122,17 +126,20 @@ def test_selected_tasks_become_one_file_each_with_data_io_rows(tmp_path):
     write_shard(data, "train-00000-of-00002.parquet", records[:90])
     write_shard(data, "validation-00000-of-00001.parquet", records[:5])  # not read
     write_shard(data, "test-00000-of-00001.parquet", records[:5])  # not read
-    report = clean_source(get_source("tasksource"), tmp_path / "cleaned", tmp_path / "raw",
-                          batch_size=16)
+    report = clean_source(
+        get_source("tasksource"), tmp_path / "cleaned", tmp_path / "raw", batch_size=16
+    )
     expected = data_io_tasksource(records, set(TASKS))
-    assert sorted(expected) == sorted([
-        "tasksource/MedQA-USMLE-4-options-hf.parquet",
-        "tasksource/WANLI.parquet",
-        "tasksource/commonsense_qa_2.0.parquet",
-        "tasksource/dynasent_dynabench.dynasent.r1.all_r1.parquet",
-        "tasksource/nan-nli_joey234--nan-nli.parquet",
-        "tasksource/recast_recast_ner.parquet",
-    ])
+    assert sorted(expected) == sorted(
+        [
+            "tasksource/MedQA-USMLE-4-options-hf.parquet",
+            "tasksource/WANLI.parquet",
+            "tasksource/commonsense_qa_2.0.parquet",
+            "tasksource/dynasent_dynabench.dynasent.r1.all_r1.parquet",
+            "tasksource/nan-nli_joey234--nan-nli.parquet",
+            "tasksource/recast_recast_ner.parquet",
+        ]
+    )
     assert read_outputs(tmp_path / "cleaned") == expected
     assert {path: item.rows for path, item in report.files.items()} == {
         path: len(rows) for path, rows in expected.items()
@@ -164,8 +171,10 @@ def test_parquet_schema_and_row_groups_are_streamed(tmp_path):
 
 
 def test_malformed_records_are_skipped_and_reported(tmp_path):
-    good = [{"inputs": "p1", "targets": "yes.", "task": "WANLI"},
-            {"inputs": "p2", "targets": "no", "task": "fracas"}]
+    good = [
+        {"inputs": "p1", "targets": "yes.", "task": "WANLI"},
+        {"inputs": "p2", "targets": "no", "task": "fracas"},
+    ]
     bad = [
         {"inputs": "p3", "targets": None, "task": "WANLI"},  # data_io: AttributeError
         {"inputs": None, "targets": "no", "task": "fracas"},  # data_io: a null instruction
@@ -178,14 +187,20 @@ def test_malformed_records_are_skipped_and_reported(tmp_path):
     assert read_outputs(tmp_path / "cleaned") == data_io_tasksource(good, set(TASKS))
     assert report.records_read == 6
     assert {reason: entry.count for reason, entry in report.skipped.items()} == {
-        BAD_TARGETS: 1, BAD_INPUTS: 1, BAD_TASK: 1,
+        BAD_TARGETS: 1,
+        BAD_INPUTS: 1,
+        BAD_TASK: 1,
     }
     examples = {reason: entry.examples[0] for reason, entry in report.skipped.items()}
     assert (examples[BAD_TARGETS].raw, examples[BAD_TARGETS].detail) == (
-        "default#2", "WANLI: targets is NoneType")
+        "default#2",
+        "WANLI: targets is NoneType",
+    )
     assert examples[BAD_TARGETS].file == "tasksource/WANLI.parquet"
     assert (examples[BAD_INPUTS].raw, examples[BAD_INPUTS].file) == (
-        "default#3", "tasksource/fracas.parquet")
+        "default#3",
+        "tasksource/fracas.parquet",
+    )
     assert (examples[BAD_TASK].raw, examples[BAD_TASK].file) == ("default#4", "tasksource/")
 
 
@@ -203,7 +218,11 @@ def test_record_without_task_field_is_reported(tmp_path):
     [(reason, entry)] = report.skipped.items()
     assert (reason, entry.count) == (BAD_TASK, 1)
     assert entry.examples[0].as_dict() == {
-        "file": "tasksource/", "row": None, "raw": "default#2", "detail": "task is NoneType"}
+        "file": "tasksource/",
+        "row": None,
+        "raw": "default#2",
+        "detail": "task is NoneType",
+    }
 
 
 def test_missing_fields_raise_key_error_for_the_framework_to_count_as_malformed(tmp_path):
@@ -251,8 +270,9 @@ def test_hub_code_path_streams_the_default_config(monkeypatch, tmp_path):
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load)
     clean_source(get_source("tasksource"), tmp_path / "cleaned", raw_root=None)
-    assert calls == [("tasksource/tasksource-instruct-v0", "default",
-                      {"split": "train", "streaming": True})]
+    assert calls == [
+        ("tasksource/tasksource-instruct-v0", "default", {"split": "train", "streaming": True})
+    ]
     assert read_outputs(tmp_path / "cleaned") == data_io_tasksource(records, set(TASKS))
 
 

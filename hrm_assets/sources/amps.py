@@ -216,14 +216,25 @@ def _khan_item(rng: random.Random, index: int) -> tuple[str, dict]:
     name = _NAMES[index % len(_NAMES)]
     a, b = rng.randint(2, 19), rng.randint(2, 19)
     kinds = [
-        ("adding-fractions", f"Add: $\\dfrac{{1}}{{{a}}} + \\dfrac{{1}}{{{b}}}$",
-         [f"The common denominator is ${a * b}$.",
-          f"$\\dfrac{{{b}}}{{{a * b}}} + \\dfrac{{{a}}}{{{a * b}}} = "
-          f"\\dfrac{{{a + b}}}{{{a * b}}}$ "]),
-        ("area-of-rectangles", f"{name}'s garden is {a} m by {b} m. What is its area?",
-         ["Area is length times width.", f"${a} \\times {b} = {a * b}$ square meters."]),
-        ("solving-equations", f"Solve for $x$: $x + {a} = {a + b}$ ",
-         [f"Subtract ${a}$ from both sides.", f"$x = {b}$", ""]),
+        (
+            "adding-fractions",
+            f"Add: $\\dfrac{{1}}{{{a}}} + \\dfrac{{1}}{{{b}}}$",
+            [
+                f"The common denominator is ${a * b}$.",
+                f"$\\dfrac{{{b}}}{{{a * b}}} + \\dfrac{{{a}}}{{{a * b}}} = "
+                f"\\dfrac{{{a + b}}}{{{a * b}}}$ ",
+            ],
+        ),
+        (
+            "area-of-rectangles",
+            f"{name}'s garden is {a} m by {b} m. What is its area?",
+            ["Area is length times width.", f"${a} \\times {b} = {a * b}$ square meters."],
+        ),
+        (
+            "solving-equations",
+            f"Solve for $x$: $x + {a} = {a + b}$ ",
+            [f"Subtract ${a}$ from both sides.", f"$x = {b}$", ""],
+        ),
     ]
     folder, problem, hints = kinds[index % len(kinds)]
     return folder, {"problem": problem, "hints": hints}
@@ -239,18 +250,24 @@ def demo_amps_khan(rng: random.Random) -> dict[str, list[dict]]:
 
 
 _MATHEMATICA_TASKS = {
-    ("Algebra", "Polynomials"): lambda a, b: (f"Expand $(x+{a})(x+{b})$.",
-                                              f"$x^2+{a + b} x+{a * b}$"),
+    ("Algebra", "Polynomials"): lambda a, b: (
+        f"Expand $(x+{a})(x+{b})$.",
+        f"$x^2+{a + b} x+{a * b}$",
+    ),
     ("Algebra", "Polynomials_w_steps"): lambda a, b: (
         f"Factor $x^2+{a + b} x+{a * b}$.",
         f"We look for two numbers with sum {a + b} and product {a * b}: {a} and {b}.\n"
-        f"$(x+{a}) (x+{b})$"),
-    ("Statistics", "Mean"): lambda a, b: (f"Compute the mean of ${{{a}, {b}}}$.",
-                                          f"$\\frac{{{a + b}}}{{2}}$"),
+        f"$(x+{a}) (x+{b})$",
+    ),
+    ("Statistics", "Mean"): lambda a, b: (
+        f"Compute the mean of ${{{a}, {b}}}$.",
+        f"$\\frac{{{a + b}}}{{2}}$",
+    ),
     ("Statistics", "Mean_w_steps"): lambda a, b: (
         f"Find the mean of ${{{a}, {b}, {a + b}}}$.",
         f"The sum is {2 * (a + b)} and there are 3 values, so the mean is "
-        f"$\\frac{{{2 * (a + b)}}}{{3}}$"),
+        f"$\\frac{{{2 * (a + b)}}}{{3}}$",
+    ),
 }
 
 

@@ -44,22 +44,34 @@ _MATH_TOPICS = ["11A41 Primes", "34A30 Linear ODEs", "15A18 Eigenvalues", "05A10
 def _principia_object(rng: random.Random, index: int) -> dict:
     a, b = rng.randint(1, 9), rng.randint(1, 9)
     if index % 2:
-        problem = (f"Solve $y'' + {a + b}y' + {a * b}y = 0$ for a general real solution $y(t)$.")
+        problem = f"Solve $y'' + {a + b}y' + {a * b}y = 0$ for a general real solution $y(t)$."
         answer = f"$y(t) = C_1 e^{{-{a}t}} + C_2 e^{{-{b}t}}$"
     else:
-        problem = (f"Give the eigenvalues of the matrix $\\begin{{pmatrix}} {a} & 0 \\\\ 0 & {b} "
-                   f"\\end{{pmatrix}}$ as a set; écrivez l'ensemble.")
+        problem = (
+            f"Give the eigenvalues of the matrix $\\begin{{pmatrix}} {a} & 0 \\\\ 0 & {b} "
+            f"\\end{{pmatrix}}$ as a set; écrivez l'ensemble."
+        )
         answer = f"$\\{{{min(a, b)}, {max(a, b)}\\}}$"
-    return {"topic": _MATH_TOPICS[index % len(_MATH_TOPICS)], "problem_statement": problem,
-            "answer": answer, "answer_type": "mathematical_object"}
+    return {
+        "topic": _MATH_TOPICS[index % len(_MATH_TOPICS)],
+        "problem_statement": problem,
+        "answer": answer,
+        "answer_type": "mathematical_object",
+    }
 
 
 def _principia_numerical(rng: random.Random, index: int) -> dict:
     mass, speed = rng.randint(1, 20), rng.randint(2, 30)
-    problem = (f"A particle of mass {mass} kg moves at {speed} m/s. Compute its kinetic energy "
-               f"in joules (½mv²).")
-    return {"topic": _PHYSICS_TOPICS[index % len(_PHYSICS_TOPICS)], "problem_statement": problem,
-            "answer": f"{mass * speed * speed / 2:g}", "answer_type": "numerical"}
+    problem = (
+        f"A particle of mass {mass} kg moves at {speed} m/s. Compute its kinetic energy "
+        f"in joules (½mv²)."
+    )
+    return {
+        "topic": _PHYSICS_TOPICS[index % len(_PHYSICS_TOPICS)],
+        "problem_statement": problem,
+        "answer": f"{mass * speed * speed / 2:g}",
+        "answer_type": "numerical",
+    }
 
 
 def demo_principia_collection(rng: random.Random) -> dict[str, list[dict]]:
@@ -84,18 +96,26 @@ def demo_webinstruct_verified(rng: random.Random) -> dict[str, list[dict]]:
         n, k = rng.randint(2, 97), rng.randint(1, 8)
         sides = rng.randint(3, 12)
         values = {
-            "n": n, "k": k, "m": n - 1, "q": n / k, "w": round(n / 18, 3), "s": (sides - 2) * 180,
-            "sides": sides, "prime": "Yes" if all(n % d for d in range(2, n)) else "No",
+            "n": n,
+            "k": k,
+            "m": n - 1,
+            "q": n / k,
+            "w": round(n / 18, 3),
+            "s": (sides - 2) * 180,
+            "sides": sides,
+            "prime": "Yes" if all(n % d for d in range(2, n)) else "No",
         }
         question, answer, answer_type = _WEB_QUESTIONS[index % len(_WEB_QUESTIONS)]
-        records.append({
-            "id": f"demo-{index:05d}",
-            "question": question.format(**values),
-            "answer": answer.format(**values),
-            "answer_type": answer_type,
-            "category": "Mathematics" if index % 2 else "Physics",
-            "difficulty": ["Primary School", "Senior High School", "University"][index % 3],
-        })
+        records.append(
+            {
+                "id": f"demo-{index:05d}",
+                "question": question.format(**values),
+                "answer": answer.format(**values),
+                "answer_type": answer_type,
+                "category": "Mathematics" if index % 2 else "Physics",
+                "difficulty": ["Primary School", "Senior High School", "University"][index % 3],
+            }
+        )
     return {"default": records}
 
 

@@ -85,6 +85,7 @@ def clean_dmmath(record: Record, part: str) -> Iterator[Row]:
 
 # -- demo corpus: invented question/answer pairs in the dataset's line format ------------------
 
+
 def _linear(rng: random.Random) -> tuple[str, str]:
     x, a, b = rng.randint(-20, 20), rng.randint(2, 12), rng.randint(-50, 50)
     letter = rng.choice("abcdfghjkmnpqrstuvwxyz")
@@ -106,11 +107,17 @@ def _place_value(rng: random.Random) -> tuple[str, str]:
     return f"What is the {places[place]} digit of {number}?", str(digit)
 
 
-_MODULES = {"algebra__linear_1d": _linear, "numbers__gcd": _gcd,
-            "numbers__place_value": _place_value}
+_MODULES = {
+    "algebra__linear_1d": _linear,
+    "numbers__gcd": _gcd,
+    "numbers__place_value": _place_value,
+}
 # The real dataset is ASCII; a few invented lines are not, so the demo exercises UTF-8 paths.
-_NON_ASCII = [("Löse 3*x = 12 nach x.", "4"), ("计算 7 和 21 的最大公约数。", "7"),
-              ("  Quelle est la réponse à 2 + 2 ?  ", "  4  ")]
+_NON_ASCII = [
+    ("Löse 3*x = 12 nach x.", "4"),
+    ("计算 7 和 21 的最大公约数。", "7"),
+    ("  Quelle est la réponse à 2 + 2 ?  ", "  4  "),
+]
 
 
 def demo_dmmath(rng: random.Random) -> dict[str, list[dict]]:

@@ -40,14 +40,18 @@ SUBSETS: dict[str, str] = {
         (
             # few-shot
             "dialog_fsopt_data",
-            "flan_fsopt_data", "flan_fsnoopt_data",
+            "flan_fsopt_data",
+            "flan_fsnoopt_data",
             "niv2_fsopt_data",
-            "t0_fsopt_data", "t0_fsnoopt_data",
+            "t0_fsopt_data",
+            "t0_fsnoopt_data",
             # zero-shot
             "dialog_zsopt_data",
-            "flan_zsopt_data", "flan_zsnoopt_data",
+            "flan_zsopt_data",
+            "flan_zsnoopt_data",
             "niv2_zsopt_data",
-            "t0_zsopt_data", "t0_zsnoopt_data",
+            "t0_zsopt_data",
+            "t0_zsnoopt_data",
         ),
         "direct",
     ),
@@ -101,20 +105,29 @@ def _sentiment(rng: random.Random, index: int) -> tuple[str, str, str]:
     city = rng.choice(_CITIES)
     good = rng.random() < 0.5
     review = f"The café in {city} was {'wonderful' if good else 'awful'}."
-    return "glue/sst2:2.0.0", f"Review: {review}\nIs this review positive or negative?", (
-        "positive" if good else "negative")
+    return (
+        "glue/sst2:2.0.0",
+        f"Review: {review}\nIs this review positive or negative?",
+        ("positive" if good else "negative"),
+    )
 
 
 def _translate(rng: random.Random, index: int) -> tuple[str, str, str]:
     n = rng.randint(2, 9)
-    return "wmt16_translate/de-en:1.0.0", f"Translate to German: I have {n} apples.", (
-        f"Ich habe {n} Äpfel.")
+    return (
+        "wmt16_translate/de-en:1.0.0",
+        f"Translate to German: I have {n} apples.",
+        (f"Ich habe {n} Äpfel."),
+    )
 
 
 def _arithmetic_cot(rng: random.Random, index: int) -> tuple[str, str, str]:
     a, b = rng.randint(2, 30), rng.randint(2, 30)
-    return "cot_gsm8k", (f"Mia has {a} pencils and buys {b} more. How many now? "
-                         "Let's think step by step."), f"{a} + {b} = {a + b}. The answer: {a + b}."
+    return (
+        "cot_gsm8k",
+        (f"Mia has {a} pencils and buys {b} more. How many now? Let's think step by step."),
+        f"{a} + {b} = {a + b}. The answer: {a + b}.",
+    )
 
 
 def _qa(rng: random.Random, index: int) -> tuple[str, str, str]:
@@ -135,9 +148,16 @@ def demo_flan(rng: random.Random) -> dict[str, list[dict]]:
             task, inputs, targets = makers[index % len(makers)](rng, index)
             if index % 5 == 0:  # every task gets some non-ASCII instructions
                 inputs = f"Répondez en français. {inputs}"
-            records.append({"inputs": inputs, "targets": targets, "_template_type": "zs_opt",
-                            "_task_source": task.split("/")[0], "_task_name": task,
-                            "_template_idx": index % 10})
+            records.append(
+                {
+                    "inputs": inputs,
+                    "targets": targets,
+                    "_template_type": "zs_opt",
+                    "_task_source": task.split("/")[0],
+                    "_task_name": task,
+                    "_template_idx": index % 10,
+                }
+            )
         parts[subset] = records
     return parts
 

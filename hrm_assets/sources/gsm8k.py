@@ -31,8 +31,14 @@ def clean_gsm8k(record: Record, part: str) -> Iterator[Row]:
 # -- demo corpus: invented grade-school word problems in the Hub schema -------------------
 
 _PEOPLE = ["Maya", "Tom", "Aiko", "Lukas", "Priya", "Omar", "Sofia", "Chen", "Zoë", "José"]
-_ITEMS = [("apples", "apple"), ("stickers", "sticker"), ("marbles", "marble"),
-          ("pencils", "pencil"), ("cookies", "cookie"), ("stamps", "stamp")]
+_ITEMS = [
+    ("apples", "apple"),
+    ("stickers", "sticker"),
+    ("marbles", "marble"),
+    ("pencils", "pencil"),
+    ("cookies", "cookie"),
+    ("stamps", "stamp"),
+]
 
 
 def _buy_and_give(rng: random.Random, name: str) -> dict:
@@ -71,12 +77,18 @@ def _wage(rng: random.Random, name: str) -> dict:
 def _multilingual(rng: random.Random, index: int) -> dict:
     a, b = rng.randint(3, 40), rng.randint(3, 40)
     templates = [
-        (f"小明有{a}个苹果，又买了{b}个。他现在一共有几个苹果？",
-         f"小明一共有 {a} + {b} = <<{a}+{b}={a + b}>>{a + b} 个苹果。\n#### {a + b}"),
-        (f"Léa a {a} crayons et en reçoit {b} de plus. Combien de crayons a-t-elle ?",
-         f"Léa a {a} + {b} = <<{a}+{b}={a + b}>>{a + b} crayons.\n#### {a + b}"),
-        (f"  Ein Zug fährt {a} km, dann noch {b} km weiter. Wie weit fährt er insgesamt? 🚆  ",
-         f"Er fährt {a} + {b} = <<{a}+{b}={a + b}>>{a + b} km.\n####  {a + b}  "),
+        (
+            f"小明有{a}个苹果，又买了{b}个。他现在一共有几个苹果？",
+            f"小明一共有 {a} + {b} = <<{a}+{b}={a + b}>>{a + b} 个苹果。\n#### {a + b}",
+        ),
+        (
+            f"Léa a {a} crayons et en reçoit {b} de plus. Combien de crayons a-t-elle ?",
+            f"Léa a {a} + {b} = <<{a}+{b}={a + b}>>{a + b} crayons.\n#### {a + b}",
+        ),
+        (
+            f"  Ein Zug fährt {a} km, dann noch {b} km weiter. Wie weit fährt er insgesamt? 🚆  ",
+            f"Er fährt {a} + {b} = <<{a}+{b}={a + b}>>{a + b} km.\n####  {a + b}  ",
+        ),
     ]
     question, answer = templates[index % len(templates)]
     return {"question": question, "answer": answer}

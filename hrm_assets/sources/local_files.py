@@ -181,9 +181,7 @@ class LocalLayout(ABC):
     ) -> list[Path]:
         root = Path(raw_root) / self.folder
         return [
-            path
-            for part, records in parts.items()
-            for path in self.write_part(root, part, records)
+            path for part, records in parts.items() for path in self.write_part(root, part, records)
         ]
 
     def describe(self, spec: SourceSpec) -> str:

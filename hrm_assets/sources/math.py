@@ -68,6 +68,7 @@ def clean_math(record: Record, part: str) -> Iterator[Row]:
 
 # -- demo corpus: invented competition-style problems, one generator per subject -------------
 
+
 def _algebra(rng: random.Random) -> tuple[str, str]:
     a, x, b = rng.randint(2, 9), rng.randint(-9, 12), rng.randint(1, 30)
     c = a * x + b
@@ -154,8 +155,10 @@ _SPECIAL = [
     ("Find $x$ if $x+1=2$.", "Then $x = \\boxed{1$ and the brace never closes."),
     ("  Was ist $7\\cdot 8$?  ", "\n  Es gilt $7\\cdot 8 = \\boxed{ 56 }$.  \n"),
     ("求 $1+2+\\cdots+10$ 的值。", "由等差数列求和公式得 $\\boxed{55}$。"),
-    ("Which is larger, $\\pi$ or $\\frac{22}{7}$? 🤔",
-     "Since $\\frac{22}{7} \\approx 3.1429 > 3.1416$, the answer is $\\boxed{\\frac{22}{7}}$."),
+    (
+        "Which is larger, $\\pi$ or $\\frac{22}{7}$? 🤔",
+        "Since $\\frac{22}{7} \\approx 3.1429 > 3.1416$, the answer is $\\boxed{\\frac{22}{7}}$.",
+    ),
 ]
 
 
@@ -168,12 +171,14 @@ def demo_math(rng: random.Random) -> dict[str, list[dict]]:
                 problem, solution = _SPECIAL[subject_index % len(_SPECIAL)]
             else:
                 problem, solution = make(rng)
-            records.append({
-                "problem": problem,
-                "level": f"Level {rng.randint(1, 5)}",
-                "type": SUBJECTS[config],
-                "solution": solution,
-            })
+            records.append(
+                {
+                    "problem": problem,
+                    "level": f"Level {rng.randint(1, 5)}",
+                    "type": SUBJECTS[config],
+                    "solution": solution,
+                }
+            )
         parts[config] = records
     return parts
 

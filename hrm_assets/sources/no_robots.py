@@ -45,14 +45,22 @@ def clean_no_robots(record: Record, part: str) -> Iterator[Row]:
 
 _CATEGORIES = ["Generation", "Open QA", "Brainstorm", "Chat", "Rewrite", "Summarize", "Classify"]
 _REQUESTS = [
-    ("Write a haiku about {thing}.",
-     "Quiet {thing} waits\nunder a pale winter sky\nsnow keeps its secret"),
-    ("Give me three fun facts about {thing}.",
-     "1. {Thing} are older than you think.\n2. They vary a lot.\n3. People love them."),
-    ("Rewrite this more politely: 'Send me the {thing} now.'",
-     "Could you please send me the {thing} when you have a moment?"),
-    ("Résume en une phrase : les {thing} sont utiles au quotidien.",
-     "Les {thing} nous servent tous les jours."),
+    (
+        "Write a haiku about {thing}.",
+        "Quiet {thing} waits\nunder a pale winter sky\nsnow keeps its secret",
+    ),
+    (
+        "Give me three fun facts about {thing}.",
+        "1. {Thing} are older than you think.\n2. They vary a lot.\n3. People love them.",
+    ),
+    (
+        "Rewrite this more politely: 'Send me the {thing} now.'",
+        "Could you please send me the {thing} when you have a moment?",
+    ),
+    (
+        "Résume en une phrase : les {thing} sont utiles au quotidien.",
+        "Les {thing} nous servent tous les jours.",
+    ),
     ("用一句话介绍{thing}。", "{thing}是一种常见而有趣的东西。"),
 ]
 _THINGS = ["lighthouses", "teapots", "bicycles", "owls", "maps", "violins", "glaciers"]
@@ -62,8 +70,10 @@ def _conversation(rng: random.Random, index: int) -> list[dict]:
     thing = rng.choice(_THINGS)
     request, reply = _REQUESTS[index % len(_REQUESTS)]
     user = {"role": "user", "content": request.format(thing=thing)}
-    assistant = {"role": "assistant",
-                 "content": reply.format(thing=thing, Thing=thing.capitalize())}
+    assistant = {
+        "role": "assistant",
+        "content": reply.format(thing=thing, Thing=thing.capitalize()),
+    }
     shape = index % 10
     if shape == 1:
         system = {"role": "system", "content": f"You are a cheerful assistant who loves {thing}."}
@@ -84,12 +94,14 @@ def demo_no_robots(rng: random.Random) -> dict[str, list[dict]]:
         records = []
         for index in range(count):
             messages = _conversation(rng, index)
-            records.append({
-                "prompt": messages[0]["content"],
-                "prompt_id": f"{split}-{index:05d}",
-                "messages": messages,
-                "category": _CATEGORIES[index % len(_CATEGORIES)],
-            })
+            records.append(
+                {
+                    "prompt": messages[0]["content"],
+                    "prompt_id": f"{split}-{index:05d}",
+                    "messages": messages,
+                    "category": _CATEGORIES[index % len(_CATEGORIES)],
+                }
+            )
         parts[split] = records
     return parts
 

@@ -47,14 +47,20 @@ def _record(rng: random.Random, index: int) -> dict:
     elif index % 3 == 1:
         problem = f"Let $f(x) = {a}x - {b}$. Find $f^{{-1}}({a * 2 - b})$."
         answer = "2"
-        solution = (f"Solving ${a}x - {b} = {a * 2 - b}$ gives $x = 2$, so "
-                    f"$f^{{-1}}({a * 2 - b}) = \\boxed{{2}}$.")
+        solution = (
+            f"Solving ${a}x - {b} = {a * 2 - b}$ gives $x = 2$, so "
+            f"$f^{{-1}}({a * 2 - b}) = \\boxed{{2}}$."
+        )
     else:
         problem = f"Un rectangle mesure {a} cm sur {b} cm. Quelle est son aire, en cm² ?"
         answer = str(a * b)
         solution = f"L'aire vaut ${a} \\times {b} = {a * b}$, donc $\\boxed{{{answer}}}$."
-    return {"problem": problem, "generated_solution": solution, "expected_answer": answer,
-            "problem_source": source}
+    return {
+        "problem": problem,
+        "generated_solution": solution,
+        "expected_answer": answer,
+        "problem_source": source,
+    }
 
 
 def demo_openmathinstruct2(rng: random.Random) -> dict[str, list[dict]]:
@@ -76,7 +82,7 @@ OPENMATHINSTRUCT2 = SourceSpec(
         ("synth,direct", "openmathinstruct2/direct.parquet"),
     ),
     description="OpenMathInstruct-2 solutions (synth,cot) and answers of generated problems "
-                "(synth,direct).",
+    "(synth,direct).",
 )
 
 SPECS = (OPENMATHINSTRUCT2,)

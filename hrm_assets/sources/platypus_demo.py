@@ -120,16 +120,31 @@ def demo_scibench(rng: random.Random) -> dict[str, list[dict]]:
 # -- OpenBookQA --------------------------------------------------------------------------------
 
 _FACTS = [  # (fact, stem, choices with the correct one first)
-    ("plants need sunlight to grow", "What do plants need to grow?",
-     ["sunlight", "darkness", "salt water", "plastic"]),
-    ("metal conducts electricity", "Which material conducts electricity?",
-     ["copper wire", "wood", "rubber", "paper"]),
-    ("the moon orbits the Earth", "What orbits the Earth?",
-     ["the moon", "the Sun", "Mars", "a comet"]),
-    ("ice melts when heated", "What happens to ice when it is heated?",
-     ["it melts", "it grows", "it freezes more", "nothing"]),
-    ("der Regenbogen entsteht durch Lichtbrechung", "Wodurch entsteht ein Regenbogen?",
-     ["Lichtbrechung", "Schall", "Magnetismus", "Wärme"]),
+    (
+        "plants need sunlight to grow",
+        "What do plants need to grow?",
+        ["sunlight", "darkness", "salt water", "plastic"],
+    ),
+    (
+        "metal conducts electricity",
+        "Which material conducts electricity?",
+        ["copper wire", "wood", "rubber", "paper"],
+    ),
+    (
+        "the moon orbits the Earth",
+        "What orbits the Earth?",
+        ["the moon", "the Sun", "Mars", "a comet"],
+    ),
+    (
+        "ice melts when heated",
+        "What happens to ice when it is heated?",
+        ["it melts", "it grows", "it freezes more", "nothing"],
+    ),
+    (
+        "der Regenbogen entsteht durch Lichtbrechung",
+        "Wodurch entsteht ein Regenbogen?",
+        ["Lichtbrechung", "Schall", "Magnetismus", "Wärme"],
+    ),
 ]
 
 

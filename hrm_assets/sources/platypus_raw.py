@@ -49,7 +49,7 @@ class _JsonText:
     def refill(self) -> bool:
         chunk = self.handle.read(self.chunk_chars)
         self.offset += self.pos
-        self.buffer, self.pos = self.buffer[self.pos:] + chunk, 0
+        self.buffer, self.pos = self.buffer[self.pos :] + chunk, 0
         self.eof = not chunk
         return bool(chunk)
 
@@ -152,7 +152,8 @@ class JsonArrayFiles(LocalLayout):
     def part_files(self, spec: SourceSpec, root: Path) -> list[tuple[str, list[Path]]]:
         if self.files is None:
             names = sorted(
-                name for name in os.listdir(root)
+                name
+                for name in os.listdir(root)
                 if name.endswith(".json") and (root / name).is_file()
             )
         else:

@@ -74,16 +74,31 @@ def clean_textbookreasoning(record: Record, part: str) -> Iterator[Row]:
 # -- demo corpus: invented science questions in the Hub schemas ----------------------------
 
 _TOPICS = [
-    ("a block of mass {m} kg sliding down a frictionless incline of {a} degrees",
-     "What is its acceleration along the incline in m/s^2?", "g sin θ"),
-    ("an ideal gas at {m} atm and {a} °C in a sealed container",
-     "What happens to the pressure if the temperature doubles in kelvin?", "it doubles"),
-    ("a resistor of {m} Ω in series with one of {a} Ω",
-     "What is the equivalent resistance?", "the sum of the two"),
-    ("a population of bacteria that doubles every {m} hours for {a} hours",
-     "By what factor does it grow?", "2^(t/T)"),
-    ("the reaction 2H₂ + O₂ → 2H₂O with {m} mol of H₂ and {a} mol of O₂",
-     "Which reagent limits the reaction?", "the one in short supply"),
+    (
+        "a block of mass {m} kg sliding down a frictionless incline of {a} degrees",
+        "What is its acceleration along the incline in m/s^2?",
+        "g sin θ",
+    ),
+    (
+        "an ideal gas at {m} atm and {a} °C in a sealed container",
+        "What happens to the pressure if the temperature doubles in kelvin?",
+        "it doubles",
+    ),
+    (
+        "a resistor of {m} Ω in series with one of {a} Ω",
+        "What is the equivalent resistance?",
+        "the sum of the two",
+    ),
+    (
+        "a population of bacteria that doubles every {m} hours for {a} hours",
+        "By what factor does it grow?",
+        "2^(t/T)",
+    ),
+    (
+        "the reaction 2H₂ + O₂ → 2H₂O with {m} mol of H₂ and {a} mol of O₂",
+        "Which reagent limits the reaction?",
+        "the one in short supply",
+    ),
 ]
 _PROOFS = [
     "Prove that the sum of {m} and {a} consecutive integers is divisible by their count.",
@@ -121,13 +136,15 @@ def demo_textbookreasoning(rng: random.Random) -> dict[str, list[dict]]:
     subjects = ["physics", "chemistry", "biology", "mathematics"]
     for index in range(220):
         question, answer, _ = _science_question(rng, index)
-        records.append({
-            "question": question,
-            "answer": f"Step 1: identify the quantities.\nStep 2: apply the law.\n"
-                      f"**Final answer:** {answer} ✓",
-            "subject": subjects[index % len(subjects)],
-            "reference_answer": answer,
-        })
+        records.append(
+            {
+                "question": question,
+                "answer": f"Step 1: identify the quantities.\nStep 2: apply the law.\n"
+                f"**Final answer:** {answer} ✓",
+                "subject": subjects[index % len(subjects)],
+                "reference_answer": answer,
+            }
+        )
     return {"default": records}
 
 
@@ -159,7 +176,7 @@ TEXTBOOKREASONING = SourceSpec(
         ("noisy,direct", "textbookreasoning/direct.parquet"),
     ),
     description="TextbookReasoning: synthetic answers (synth,cot) and reference answers of "
-                "non-proof questions (noisy,direct).",
+    "non-proof questions (noisy,direct).",
 )
 
 SPECS = (NATURAL_REASONING, TEXTBOOKREASONING)

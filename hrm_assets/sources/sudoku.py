@@ -126,8 +126,14 @@ def demo_sudoku(rng: random.Random) -> dict[str, list[dict]]:
         question = "".join("." if i in blanks else ch for i, ch in enumerate(answer))
         if index % 50 == 17:  # a puzzle transcribed with full-width digits: still 81 characters
             question = question.translate(_FULL_WIDTH)
-        records.append({"source": sources[index % 3], "question": question, "answer": answer,
-                        "rating": str(rng.randint(0, 120))})
+        records.append(
+            {
+                "source": sources[index % 3],
+                "question": question,
+                "answer": answer,
+                "rating": str(rng.randint(0, 120)),
+            }
+        )
     return {CSV_FILE: records}
 
 

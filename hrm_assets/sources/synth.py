@@ -94,10 +94,30 @@ def clean_synth(record: Record, part: str) -> Iterator[Row]:
 
 # -- demo corpus: invented SYNTH-like records, in the Hub schema ------------------------------
 
-_TOPICS = ["the Rhine", "photosynthesis", "the Meiji Restoration", "Ada Lovelace", "basalt",
-           "the Fibonacci sequence", "Gdańsk", "the Río de la Plata", "Zürich", "Nikola Tesla"]
-_EXERCISES = ["rag", "memorization", "creative writing", "constrained writing", "editing",
-              "math mcq", "mcq", "math exercise", "cooking", "summarization"]
+_TOPICS = [
+    "the Rhine",
+    "photosynthesis",
+    "the Meiji Restoration",
+    "Ada Lovelace",
+    "basalt",
+    "the Fibonacci sequence",
+    "Gdańsk",
+    "the Río de la Plata",
+    "Zürich",
+    "Nikola Tesla",
+]
+_EXERCISES = [
+    "rag",
+    "memorization",
+    "creative writing",
+    "constrained writing",
+    "editing",
+    "math mcq",
+    "mcq",
+    "math exercise",
+    "cooking",
+    "summarization",
+]
 
 
 def _record(rng: random.Random, index: int, exercise: str, language: str) -> dict:
@@ -114,8 +134,11 @@ def _record(rng: random.Random, index: int, exercise: str, language: str) -> dic
         "math mcq": "A",
         "mcq": "B",
     }.get(exercise, f"{topic[0].upper()}{topic[1:]} is discussed in the seed article. ✓")
-    url = (f"https://{language}.wikipedia.org/wiki/{topic.replace(' ', '_')}"
-           if index % 23 != 5 else "Pleias self-knowledge: who made you?")
+    url = (
+        f"https://{language}.wikipedia.org/wiki/{topic.replace(' ', '_')}"
+        if index % 23 != 5
+        else "Pleias self-knowledge: who made you?"
+    )
     return {
         "synth_id": f"synth_{index:06d}",
         "language": language,
@@ -126,7 +149,8 @@ def _record(rng: random.Random, index: int, exercise: str, language: str) -> dic
         "query_seed_text": f"Seed text about {topic}.",
         "additional_seed_url": None,
         "seed_license": "CC-BY-SA 4.0",
-        "constraints": "\n\nAnswer in two sentences, citing the source." if exercise == "rag"
+        "constraints": "\n\nAnswer in two sentences, citing the source."
+        if exercise == "rag"
         else "",
         "script": None,
         "synthetic_reasoning": f"Reasoning about {topic}: recall, check, answer.",

@@ -40,10 +40,17 @@ _THINK_BLOCK = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
 ACEREASON_CATEGORY = "math"
 BAD_THINK_COUNT = "math output does not hold exactly one <think>"
 
-OPENTHOUGHTS2_REMOVED_SOURCES = frozenset({
-    "dolphin", "evolcodegolf", "glaive", "magicoder", "sharegpt", "codefeedback",  # code
-    "nvidia_math",  # already included through OpenMathInstruct-2
-})
+OPENTHOUGHTS2_REMOVED_SOURCES = frozenset(
+    {
+        "dolphin",
+        "evolcodegolf",
+        "glaive",
+        "magicoder",
+        "sharegpt",
+        "codefeedback",  # code
+        "nvidia_math",  # already included through OpenMathInstruct-2
+    }
+)
 BAD_CONVERSATION = "conversation is not user then assistant"
 
 
@@ -105,8 +112,13 @@ def _problem(rng: random.Random, index: int) -> tuple[str, str, str]:
     for i in range(2, k + 1):
         factorial *= i
     values = {
-        "n": n, "k": k, "s": sum(d for d in range(1, n + 1) if n % d == 0), "r": n % 7,
-        "f": factorial, "t": n + k, "p": n * k,
+        "n": n,
+        "k": k,
+        "s": sum(d for d in range(1, n + 1) if n % d == 0),
+        "r": n % 7,
+        "f": factorial,
+        "t": n + k,
+        "p": n * k,
     }
     question, answer = _PROBLEMS[index % len(_PROBLEMS)]
     thinking = f"Let me work this out carefully.\nFirst, n = {n} and k = {k}.\nDone thinking."
@@ -125,14 +137,27 @@ def demo_acereason(rng: random.Random) -> dict[str, list[dict]]:
             output = f"<think>{thinking}</think>\n\n{answer}\n"
         else:
             output = f"<think>\n{thinking}\n</think>\n{answer}"
-        records.append({"input": question, "output": output, "category": category,
-                        "license": "cc-by-4.0", "generator": "demo"})
+        records.append(
+            {
+                "input": question,
+                "output": output,
+                "category": category,
+                "license": "cc-by-4.0",
+                "generator": "demo",
+            }
+        )
     return {"default": records}
 
 
 def demo_openthoughts2(rng: random.Random) -> dict[str, list[dict]]:
-    sources = ["ai2-adapt-dev/openmath-2-math", "organic-chemistry-questions", "magicoder",
-               "nvidia_math", "stackexchange-physics", "glaive"]
+    sources = [
+        "ai2-adapt-dev/openmath-2-math",
+        "organic-chemistry-questions",
+        "magicoder",
+        "nvidia_math",
+        "stackexchange-physics",
+        "glaive",
+    ]
     records = []
     for index in range(300):
         question, thinking, answer = _problem(rng, index)
@@ -141,13 +166,17 @@ def demo_openthoughts2(rng: random.Random) -> dict[str, list[dict]]:
             output += "\n\nCheck with Python: `print(42)`"  # the code heuristic drops it
         elif index % 17 == 8:
             question = f"Explain step by step.\n```\n{question}\n```"  # fence in the question only
-        records.append({
-            "conversations": [{"from": "user", "value": question},
-                              {"from": "assistant", "value": output}],
-            "question": question,
-            "source": sources[index % len(sources)],
-            "id": index,
-        })
+        records.append(
+            {
+                "conversations": [
+                    {"from": "user", "value": question},
+                    {"from": "assistant", "value": output},
+                ],
+                "question": question,
+                "source": sources[index % len(sources)],
+                "id": index,
+            }
+        )
     return {"default": records}
 
 
