@@ -5,6 +5,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::cache::PieceCache;
+
 /// The 256 characters GPT-2's byte-level alphabet writes bytes as: printable Latin-1 stands for
 /// itself, the other bytes are shifted to U+0100 and up, in order.
 pub(crate) fn byte_level_chars() -> [char; 256] {
@@ -262,140 +264,6 @@ struct Symbol {
     removed: bool,
 }
 
-/// Pieces already encoded by one thread -> their ids. Pieces of up to 15 bytes (nearly all) are
-/// keyed by their bytes packed into a `u128`, so a lookup is one hash of two words and one
-/// integer comparison; longer ones by their bytes. Emptied when full, so memory stays bounded
-/// whatever the text.
-pub(crate) struct PieceCache {
-    short: HashMap<u128, CachedIds, FxBuildHasher>,
-    long: HashMap<Box<[u8]>, CachedIds, FxBuildHasher>,
-    /// Ids of the entries with more than one.
-    ids: Vec<u32>,
-    capacity: usize,
-}
-
-/// One id inline, or a range of `PieceCache::ids`.
-#[derive(Clone, Copy)]
-struct CachedIds {
-    /// The id itself when `len == 1`, else the range's start.
-    start_or_id: u32,
-    len: u32,
-}
-
-/// Pieces longer than this are not cached: rare, and each would take a lot of room.
-const MAX_CACHED_PIECE: usize = 256;
-const MAX_SHORT_PIECE: usize = 15;
-
-/// Little-endian `u64` of the 8 bytes at `at`.
-#[inline(always)]
-fn read_u64(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-}
-
-#[inline(always)]
-fn read_u32(bytes: &[u8], at: usize) -> u64 {
-    u64::from(u32::from_le_bytes(
-        bytes[at..at + 4].try_into().expect("4 bytes"),
-    ))
-}
-
-/// The bytes of a piece of 1 to 15 bytes in the low 15 bytes of a `u128` (little-endian, zero
-/// padded) and its length in the top byte: distinct pieces get distinct keys. Loads overlap
-/// instead of copying byte by byte.
-#[inline(always)]
-fn short_key(piece: &[u8]) -> u128 {
-    let len = piece.len();
-    debug_assert!((1..=MAX_SHORT_PIECE).contains(&len));
-    let (low, high) = if len >= 8 {
-        // Bytes 8..len are the top `len - 8` bytes of the 8 ending at `len`.
-        let tail = if len == 8 {
-            0
-        } else {
-            read_u64(piece, len - 8) >> (8 * (16 - len))
-        };
-        (read_u64(piece, 0), tail)
-    } else if len >= 4 {
-        let tail = read_u32(piece, len - 4) >> (8 * (8 - len));
-        (read_u32(piece, 0) | (tail << 32), 0)
-    } else {
-        let low = piece
-            .iter()
-            .rev()
-            .fold(0u64, |acc, &byte| (acc << 8) | u64::from(byte));
-        (low, 0)
-    };
-    (u128::from(high | ((len as u64) << 56)) << 64) | u128::from(low)
-}
-
-impl PieceCache {
-    pub(crate) fn new(capacity: usize) -> Self {
-        PieceCache {
-            short: HashMap::default(),
-            long: HashMap::default(),
-            ids: Vec::new(),
-            capacity,
-        }
-    }
-
-    /// Append the cached ids of `piece` to `out`; `false` if it is not cached.
-    #[inline]
-    fn append_cached(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
-        let cached = if piece.len() <= MAX_SHORT_PIECE {
-            self.short.get(&short_key(piece))
-        } else {
-            self.long.get(piece)
-        };
-        match cached {
-            None => false,
-            Some(cached) if cached.len == 1 => {
-                out.push(cached.start_or_id);
-                true
-            }
-            Some(cached) => {
-                let start = cached.start_or_id as usize;
-                out.extend_from_slice(&self.ids[start..start + cached.len as usize]);
-                true
-            }
-        }
-    }
-
-    fn insert(&mut self, piece: &[u8], ids: &[u32]) {
-        if piece.len() > MAX_CACHED_PIECE {
-            return;
-        }
-        if self.short.len() + self.long.len() >= self.capacity
-            || self.ids.len() + ids.len() > u32::MAX as usize
-        {
-            self.short.clear();
-            self.long.clear();
-            self.ids.clear();
-        }
-        let cached = if let [id] = ids {
-            CachedIds {
-                start_or_id: *id,
-                len: 1,
-            }
-        } else {
-            let start = self.ids.len() as u32;
-            self.ids.extend_from_slice(ids);
-            CachedIds {
-                start_or_id: start,
-                len: ids.len() as u32,
-            }
-        };
-        if piece.len() <= MAX_SHORT_PIECE {
-            self.short.insert(short_key(piece), cached);
-        } else {
-            self.long.insert(piece.into(), cached);
-        }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.short.len() + self.long.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,17 +337,6 @@ mod tests {
         }
         assert_eq!(out[..10], [5, 5, 2, 5, 7, 3, 3, 0, 5, 2]);
         assert_eq!(out[10..], [5; 20]);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn short_keys_are_equal_exactly_for_equal_pieces(
-            a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'a', 0xFF]), 1..=MAX_SHORT_PIECE),
-            b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'a', 0xFF]), 1..=MAX_SHORT_PIECE),
-        ) {
-            proptest::prop_assert_eq!(short_key(&a) == short_key(&b), a == b);
-            proptest::prop_assert_eq!(short_key(&a), short_key(&a.clone()));
-        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! paid here.
 
 mod bpe;
+mod cache;
 mod char_class;
 mod char_class_table;
 mod family;
@@ -19,7 +20,8 @@ use std::sync::Mutex;
 
 use tokenizers::Tokenizer;
 
-use bpe::{ByteLevelBpe, PieceCache};
+use bpe::ByteLevelBpe;
+use cache::PieceCache;
 
 /// Pieces each cache holds before it starts over (roughly 60 bytes each).
 const CACHE_CAPACITY: usize = 1 << 18;
