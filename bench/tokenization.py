@@ -5,11 +5,13 @@
 
 The corpus is real-like text made from the real rows in ``../shared/real_raw`` (GSM8K,
 MATH, SciBench, TheoremQA, DeepMind mathematics), resampled with seeded mutations so that it
-does not repeat itself: numbers redrawn, words swapped for other words of the corpus, now and
-then a passage of CJK, accented or emoji text, or a special-token string inside the text. Rows
-carry data_io's condition tags and are split over JSONL and Parquet cleaned files. A byte-level
-BPE tokenizer (``hrm_assets.tokenizer_train``, data_io's configuration; 65,536 requested) is
-trained on the corpus's first megabytes.
+does not repeat itself: numbers redrawn, words swapped for other words of the corpus (drawn by
+their frequency), now and then a passage of CJK, accented or emoji text, or a special-token
+string inside the text. Rows carry data_io's condition tags and are split over JSONL and Parquet
+cleaned files. A byte-level BPE tokenizer (``hrm_assets.tokenizer_train``, data_io's
+configuration) is trained on the corpus's first 64 MB: 65,536 tokens are requested, and about
+50,000 come out at 64 MB (``min_frequency=2`` runs out of pairs in text made from ~12 MB of real
+rows); the figures give the actual size.
 
 Each method takes the same cleaned files to the same five ``.npy`` arrays per file, in a fresh
 process, on the same number of threads, timed without imports or tokenizer loading:
@@ -49,7 +51,7 @@ METHODS = ("python", "reference", "fast")
 SPEEDUP_TARGET = 30.0
 PER_CORE_TARGET_MB = 25.0
 DEFAULT_VOCAB_SIZE = 65_536
-TRAIN_MB = 16.0
+TRAIN_MB = 64.0
 FILES_PER_SIZE = 4  # half JSONL, half Parquet
 BATCH_ROWS = 4096
 CONDITIONS = ("", "cot", "direct", "noisy,cot", "synth", "cot")
@@ -112,8 +114,11 @@ class Mutator:
 
     def __init__(self, pairs: list[tuple[str, str]], seed: int = 0):
         self.rng = random.Random(seed)
-        words = {w for pair in pairs[:20_000] for text in pair for w in _WORD.findall(text)}
-        self.words = sorted(words)
+        # Word occurrences, not distinct words: a swapped-in word follows the corpus's own
+        # (Zipfian) frequencies, as new text would, rather than drawing rare words as often as
+        # common ones.
+        sample = random.Random(seed).sample(pairs, min(len(pairs), 20_000))
+        self.words = [w for pair in sample for text in pair for w in _WORD.findall(text)]
 
     def _number(self, match: re.Match) -> str:
         digits = len(match.group())

@@ -7,6 +7,7 @@
 //! Two engines give the same ids: the `tokenizers` crate itself (the reference), and the fast
 //! engine (`crate::fast`) for tokenizers of data_io's family, chosen automatically when it applies.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -57,6 +58,42 @@ impl TokenArrays {
             arrays.tokens.extend_from_slice(&row.tokens);
         }
         arrays
+    }
+
+    /// Append one row, framed by `framing`; offsets count from this array's start.
+    pub fn push_row(
+        &mut self,
+        framing: &Framing,
+        tag_ids: &[u32],
+        instruction: &[u32],
+        response: &[u32],
+    ) {
+        let start = self.tokens.len() as u64;
+        let inst_len = framing.frame_into(&mut self.tokens, tag_ids, instruction, response) as u64;
+        self.inst_start.push(start);
+        self.inst_len.push(inst_len);
+        self.resp_start.push(start + inst_len);
+        self.resp_len
+            .push(self.tokens.len() as u64 - start - inst_len);
+    }
+
+    /// `parts` back to back, their offsets moved to count from `base`.
+    pub fn concat(parts: Vec<TokenArrays>, base: u64) -> Self {
+        let mut all = TokenArrays {
+            tokens: Vec::with_capacity(parts.iter().map(|part| part.tokens.len()).sum()),
+            ..TokenArrays::default()
+        };
+        for part in parts {
+            let shift = base + all.tokens.len() as u64;
+            all.tokens.extend_from_slice(&part.tokens);
+            all.inst_start
+                .extend(part.inst_start.iter().map(|start| start + shift));
+            all.inst_len.extend_from_slice(&part.inst_len);
+            all.resp_start
+                .extend(part.resp_start.iter().map(|start| start + shift));
+            all.resp_len.extend_from_slice(&part.resp_len);
+        }
+        all
     }
 
     pub fn rows(&self) -> usize {
@@ -265,49 +302,76 @@ impl Encoder {
             .collect()
     }
 
-    /// Frame a batch of rows of `path`, encoding on the current rayon pool. Errors name the
-    /// first bad row in file order.
-    pub fn frame_batch(&self, path: &Path, rows: &[Row]) -> Result<Vec<FramedRow>> {
-        // Tags first, sequentially: cheap, and the error is then the first bad row's.
-        let tags = rows
-            .iter()
-            .map(|row| {
-                self.framing
-                    .tag_ids(&row.condition)
-                    .map_err(|problem| Error::row(path, row.number, Some("condition"), problem))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if let Some(fast) = &self.fast {
-            // Infallible: each worker keeps one piece cache and two id buffers for its rows.
-            return Ok(rows
+    /// Frame a batch of rows of `path` into arrays whose offsets count from `base`, encoding on
+    /// the current rayon pool. Errors name the first bad row in file order.
+    pub fn frame_batch(&self, path: &Path, rows: &[Row], base: u64) -> Result<TokenArrays> {
+        let (lists, which) = self.batch_tags(path, rows)?;
+        let tags: Vec<&[u32]> = which.iter().map(|&index| lists[index].as_slice()).collect();
+        let Some(fast) = &self.fast else {
+            let framed: Vec<Result<FramedRow>> = rows
                 .par_iter()
                 .zip(tags.par_iter())
-                .map_init(
-                    || (fast.cache(), Vec::new(), Vec::new()),
-                    |(cache, instruction, response), (row, tags)| {
+                .map(|(row, tags)| {
+                    let encode = |field: &'static str, text: &str| {
+                        self.reference_ids(text)
+                            .map_err(|problem| Error::row(path, row.number, Some(field), problem))
+                    };
+                    let instruction = encode("instruction", &row.instruction)?;
+                    let response = encode("response", &row.response)?;
+                    Ok(self.framing.frame(tags, &instruction, &response))
+                })
+                .collect();
+            let framed = framed.into_iter().collect::<Result<Vec<_>>>()?;
+            return Ok(TokenArrays::from_rows(&framed, base));
+        };
+        // Infallible. Contiguous runs of rows, each framed straight into its own arrays by a
+        // worker holding one piece cache and two id buffers; a few runs per thread balance load.
+        let run = rows
+            .len()
+            .div_ceil(4 * rayon::current_num_threads())
+            .max(16);
+        let parts: Vec<TokenArrays> = rows
+            .par_chunks(run)
+            .zip(tags.par_chunks(run))
+            .map_init(
+                || (fast.cache(), Vec::new(), Vec::new()),
+                |(cache, instruction, response), (rows, tags)| {
+                    let mut part = TokenArrays::default();
+                    for (row, tags) in rows.iter().zip(tags) {
                         instruction.clear();
                         response.clear();
                         fast.encode_into(&row.instruction, cache, instruction);
                         fast.encode_into(&row.response, cache, response);
-                        self.framing.frame(tags, instruction, response)
-                    },
-                )
-                .collect());
-        }
-        let framed: Vec<Result<FramedRow>> = rows
-            .par_iter()
-            .zip(tags.par_iter())
-            .map(|(row, tags)| {
-                let encode = |field: &'static str, text: &str| {
-                    self.reference_ids(text)
-                        .map_err(|problem| Error::row(path, row.number, Some(field), problem))
-                };
-                let instruction = encode("instruction", &row.instruction)?;
-                let response = encode("response", &row.response)?;
-                Ok(self.framing.frame(tags, &instruction, &response))
-            })
+                        part.push_row(&self.framing, tags, instruction, response);
+                    }
+                    part
+                },
+            )
             .collect();
-        framed.into_iter().collect()
+        Ok(TokenArrays::concat(parts, base))
+    }
+
+    /// The distinct tag-id lists of a batch, and which one each row has: a batch has few
+    /// distinct conditions, each resolved once. Errors name the first bad row.
+    fn batch_tags(&self, path: &Path, rows: &[Row]) -> Result<(Vec<Vec<u32>>, Vec<usize>)> {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut lists = Vec::new();
+        let mut which = Vec::with_capacity(rows.len());
+        for row in rows {
+            let index = match seen.get(row.condition.as_str()) {
+                Some(&index) => index,
+                None => {
+                    let ids = self.framing.tag_ids(&row.condition).map_err(|problem| {
+                        Error::row(path, row.number, Some("condition"), problem)
+                    })?;
+                    lists.push(ids);
+                    seen.insert(&row.condition, lists.len() - 1);
+                    lists.len() - 1
+                }
+            };
+            which.push(index);
+        }
+        Ok((lists, which))
     }
 
     /// Tokenize a whole cleaned file into `sink`, batch by batch, on the current rayon pool.
@@ -326,15 +390,21 @@ impl Encoder {
             // Three things at once: read the next batch, encode this one (on every thread that
             // is free) and write the previous one, so that neither reading nor writing holds
             // the encoder up. A write error comes first: its rows are earlier in the file.
+            let base = stats.tokens;
             let ((next, framed), written) = rayon::join(
-                || rayon::join(|| reader.next_batch(), || self.frame_batch(path, &rows)),
+                || {
+                    rayon::join(
+                        || reader.next_batch(),
+                        || self.frame_batch(path, &rows, base),
+                    )
+                },
                 || match pending.take() {
                     Some((arrays, _rows)) => sink.append(&arrays),
                     None => Ok(()),
                 },
             );
             written?;
-            let arrays = TokenArrays::from_rows(&framed?, stats.tokens);
+            let arrays = framed?;
             stats.rows += arrays.rows() as u64;
             stats.tokens += arrays.tokens.len() as u64;
             stats.text_bytes += rows.iter().map(|row| row.text_bytes() as u64).sum::<u64>();
@@ -504,6 +574,32 @@ pub(crate) mod tests {
         let err = Encoder::new(word_tokenizer(), &spec).err().unwrap();
         assert!(matches!(err, Error::Config(_)));
         assert!(err.to_string().contains("\"<|im_start|>\""), "{err}");
+    }
+
+    #[test]
+    fn parts_concatenated_equal_rows_laid_out_at_once() {
+        let framing =
+            Framing::resolve(&word_spec(), |token| word_tokenizer().token_to_id(token)).unwrap();
+        let texts: [(&[u32], &[u32], &[u32]); 4] = [
+            (&[10], &[1, 2, 3], &[6]),
+            (&[], &[], &[]),
+            (&[11, 10], &[4], &[5, 5, 5]),
+            (&[], &[2], &[]),
+        ];
+        let rows: Vec<FramedRow> = texts
+            .iter()
+            .map(|(tags, inst, resp)| framing.frame(tags, inst, resp))
+            .collect();
+        let mut first = TokenArrays::default();
+        let mut second = TokenArrays::default();
+        for (index, (tags, inst, resp)) in texts.iter().enumerate() {
+            let part = if index < 1 { &mut first } else { &mut second };
+            part.push_row(&framing, tags, inst, resp);
+        }
+        assert_eq!(
+            TokenArrays::concat(vec![first, second], 100),
+            TokenArrays::from_rows(&rows, 100)
+        );
     }
 
     #[test]

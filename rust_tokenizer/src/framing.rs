@@ -91,14 +91,27 @@ impl Framing {
 
     pub fn frame(&self, tag_ids: &[u32], instruction: &[u32], response: &[u32]) -> FramedRow {
         let mut tokens = Vec::with_capacity(3 + tag_ids.len() + instruction.len() + response.len());
+        let inst_len = self.frame_into(&mut tokens, tag_ids, instruction, response);
+        FramedRow { tokens, inst_len }
+    }
+
+    /// Append the framed row to `tokens`; returns the length of its instruction part.
+    pub fn frame_into(
+        &self,
+        tokens: &mut Vec<u32>,
+        tag_ids: &[u32],
+        instruction: &[u32],
+        response: &[u32],
+    ) -> usize {
+        let start = tokens.len();
         tokens.push(self.boq);
         tokens.extend_from_slice(tag_ids);
         tokens.extend_from_slice(instruction);
         tokens.push(self.eoq);
-        let inst_len = tokens.len();
+        let inst_len = tokens.len() - start;
         tokens.extend_from_slice(response);
         tokens.push(self.eoa);
-        FramedRow { tokens, inst_len }
+        inst_len
     }
 }
 
