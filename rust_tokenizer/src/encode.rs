@@ -387,20 +387,21 @@ impl Encoder {
         // The previous batch's arrays, not yet appended, and its rows, not yet freed.
         let mut pending: Option<(TokenArrays, Vec<Row>)> = None;
         while let Some(rows) = current {
-            // Three things at once: read the next batch, encode this one (on every thread that
-            // is free) and write the previous one, so that neither reading nor writing holds
-            // the encoder up. A write error comes first: its rows are earlier in the file.
+            // Three things at once: encode this batch (here, and on every thread that is
+            // free), read the next one and write the previous one (on another thread, which
+            // then helps encode), so that neither reading nor writing holds the encoder up.
+            // A write error comes first: its rows are earlier in the file.
             let base = stats.tokens;
-            let ((next, framed), written) = rayon::join(
+            let (framed, (next, written)) = rayon::join(
+                || self.frame_batch(path, &rows, base),
                 || {
                     rayon::join(
                         || reader.next_batch(),
-                        || self.frame_batch(path, &rows, base),
+                        || match pending.take() {
+                            Some((arrays, _rows)) => sink.append(&arrays),
+                            None => Ok(()),
+                        },
                     )
-                },
-                || match pending.take() {
-                    Some((arrays, _rows)) => sink.append(&arrays),
-                    None => Ok(()),
                 },
             );
             written?;
