@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
 use crate::error::Error;
@@ -47,6 +47,9 @@ fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
         },
     }
 }
+
+/// Texts whose ids become Python lists between two offers of the GIL to other threads.
+const CONVERSION_CHUNK: usize = 256;
 
 /// A tokenizer (`tokenizer.json`) with data_io's framing tokens, ready to encode files.
 #[pyclass(module = "hrm_assets._tokenizer", frozen)]
@@ -120,15 +123,26 @@ impl Encoder {
 
     /// Token ids of each text (no automatic special tokens; special-token strings are text).
     #[pyo3(signature = (texts, num_threads = None))]
-    fn encode_texts(
+    fn encode_texts<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         texts: Vec<String>,
         num_threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let encoder = &self.inner;
-        py.detach(|| thread_pool(num_threads)?.install(|| encoder.encode_texts(&texts)))
-            .map_err(|err| to_py_err(py, err))
+        let ids = py
+            .detach(|| thread_pool(num_threads)?.install(|| encoder.encode_texts(&texts)))
+            .map_err(|err| to_py_err(py, err))?;
+        // Making the Python ints needs the GIL and can take longer than encoding: offer it to
+        // other threads between chunks rather than hold it for the whole list.
+        let lists = PyList::empty(py);
+        for chunk in ids.chunks(CONVERSION_CHUNK) {
+            for text_ids in chunk {
+                lists.append(PyList::new(py, text_ids)?)?;
+            }
+            py.detach(|| ());
+        }
+        Ok(lists)
     }
 
     /// Tokenize one cleaned file into the folder `output_dir`, replacing it atomically.
