@@ -14,7 +14,7 @@ from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.framing import Framing
 from hrm_assets.partitioning import files_of_source
 from hrm_assets.sources import SOURCES, SourceSpec
-from hrm_assets.tokenize import tokenize_file, write_tokenizer_info
+from hrm_assets.tokenize import TokenizerSetup, tokenize_file, write_tokenizer_info
 
 
 class TokenizeConfig(dg.Config):
@@ -44,14 +44,10 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 f"cleaned file for partition {key!r} of {spec.name} not found under "
                 f"{data_paths.cleaned_root}; rematerialize cleaned/{spec.name}"
             )
-        framing = Framing()
-        write_tokenizer_info(data_paths.tokenized_root, data_paths.tokenizer_json, framing)
+        setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
+        write_tokenizer_info(data_paths.tokenized_root, setup)
         outcome = tokenize_file(
-            matches[0],
-            data_paths.tokenized_root,
-            data_paths.tokenizer_json,
-            framing,
-            threads=config.threads,
+            matches[0], data_paths.tokenized_root, setup, threads=config.threads
         )
         context.log.info(
             f"{key}: {'unchanged, skipped' if outcome.skipped else 'tokenized'} "
