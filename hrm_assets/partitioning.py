@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hrm_assets.layout import CleanedFile
+from hrm_assets.layout import CleanedFile, LayoutError, safe_name
 from hrm_assets.sources import SourceSpec
 
 
@@ -32,6 +32,49 @@ def files_of_source(
         ]
     found = [item for item in scanned if spec.writes(item.relative)]
     return sorted(found, key=lambda item: item.safe_name)
+
+
+def relative_paths_for(name: str) -> list[str]:
+    """Every relative path whose tokenized folder name is ``name`` (each ``__`` may be a ``/``)."""
+
+    def spellings(rest: str) -> list[str]:
+        if not rest:
+            return [""]
+        found = [rest[0] + tail for tail in spellings(rest[1:])]
+        if rest.startswith("__"):
+            found += ["/" + tail for tail in spellings(rest[2:])]
+        return found
+
+    return sorted(
+        {
+            candidate
+            for candidate in spellings(name)
+            if all(candidate.split("/")) and safe_name(candidate) == name
+        }
+    )
+
+
+def partition_file(spec: SourceSpec, cleaned_root: Path, name: str) -> CleanedFile | None:
+    """The source's cleaned file whose tokenized folder is ``name``, or None if it is absent.
+
+    Only the paths that could map to ``name`` are looked at. If more than one of them exists
+    the folder would be ambiguous: :class:`LayoutError` names both files.
+    """
+    cleaned_root = Path(cleaned_root)
+    present = [
+        CleanedFile(path=cleaned_root / relative, root=cleaned_root)
+        for relative in relative_paths_for(name)
+        if not any(part.startswith(".") for part in relative.split("/"))
+        and (cleaned_root / relative).is_file()
+    ]
+    if len(present) > 1:
+        raise LayoutError(
+            f"{present[0].path} and {present[1].path} both map to the tokenized folder "
+            f"{name!r}; rename one of them"
+        )
+    if not present or not spec.writes(present[0].relative):
+        return None
+    return present[0]
 
 
 def partition_changes(

@@ -2,7 +2,15 @@
 
 from pathlib import Path
 
-from hrm_assets.partitioning import files_of_source, partition_changes
+import pytest
+
+from hrm_assets.layout import LayoutError, safe_name
+from hrm_assets.partitioning import (
+    files_of_source,
+    partition_changes,
+    partition_file,
+    relative_paths_for,
+)
 from hrm_assets.sources import SOURCES
 
 
@@ -45,3 +53,26 @@ def test_files_of_source_assigns_each_file_to_its_source(tmp_path):
 
 def test_files_of_source_on_missing_root_is_empty(tmp_path):
     assert files_of_source(SOURCES["gsm8k_train"], tmp_path / "missing") == []
+
+
+def test_relative_paths_for_lists_every_spelling_of_a_folder_name():
+    assert relative_paths_for("a.jsonl") == ["a.jsonl"]
+    assert relative_paths_for("a__b.jsonl") == ["a/b.jsonl", "a__b.jsonl"]
+    assert relative_paths_for("a___b") == ["a/_b", "a_/b", "a___b"]
+    assert relative_paths_for("__a") == ["__a"]  # a path part is never empty
+    for name in ["x__y__z.parquet", "a____b", "d__train-easy__alg.parquet"]:
+        spellings = relative_paths_for(name)
+        assert all(safe_name(path) == name for path in spellings)
+        assert name in spellings
+
+
+def test_partition_file_finds_the_file_and_names_a_clash(tmp_path):
+    dmmath = SOURCES["dmmath"]
+    name = "dmmath__train-easy__algebra.parquet"
+    assert partition_file(dmmath, tmp_path, name) is None
+    _touch(tmp_path, "dmmath/train-easy__algebra.parquet")
+    assert partition_file(dmmath, tmp_path, name).relative == "dmmath/train-easy__algebra.parquet"
+    assert partition_file(SOURCES["gsm8k_train"], tmp_path, name) is None  # not its file
+    _touch(tmp_path, "dmmath__train-easy/algebra.parquet")
+    with pytest.raises(LayoutError, match="both map to the tokenized folder"):
+        partition_file(dmmath, tmp_path, name)

@@ -70,14 +70,14 @@ def check_evaluations(result) -> dict[str, dg.AssetCheckEvaluation]:
 # --------------------------------------------------------------------------- tokenized
 
 
-def materialize_tokenized(instance, data_paths, with_check=True):
-    assets = [build_tokenized_asset(GSM8K)]
+def materialize_tokenized(instance, data_paths, with_check=True, spec=GSM8K, partition=PARTITION):
+    assets = [build_tokenized_asset(spec)]
     if with_check:
-        assets.append(build_tokenized_manifest_check(GSM8K))
+        assets.append(build_tokenized_manifest_check(spec))
     return dg.materialize(
         assets,
         instance=instance,
-        partition_key=PARTITION,
+        partition_key=partition,
         resources={"data_paths": data_paths},
         raise_on_error=False,
     )
@@ -103,15 +103,27 @@ def test_tokenized_bad_row_fails_the_step_and_keeps_the_folder(instance, data_pa
     assert tree_bytes(data_paths.tokenized_root) == before
 
 
-def test_tokenized_two_files_one_safe_name_fail_the_step(instance, data_paths, real_raw):
+def test_tokenized_two_files_one_safe_name_fail_the_step(instance, data_paths):
+    dmmath, partition = SOURCES["dmmath"], "dmmath__train-easy__algebra.parquet"
+    instance.add_dynamic_partitions(TOKENIZED_PARTITIONS[dmmath.name].name, [partition])
+    for relative in ["dmmath/train-easy__algebra.parquet", "dmmath__train-easy/algebra.parquet"]:
+        (data_paths.cleaned_root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (data_paths.cleaned_root / relative).write_bytes(b"PAR1")
+    result = materialize_tokenized(
+        instance, data_paths, with_check=False, spec=dmmath, partition=partition
+    )
+    assert not result.success
+    assert f"both map to the tokenized folder {partition!r}" in failure_text(result)
+    assert not (data_paths.tokenized_root / partition).exists()
+
+
+def test_tokenized_partition_is_not_blocked_by_a_clash_elsewhere(instance, data_paths, real_raw):
     instance.add_dynamic_partitions(TOKENIZED_PARTITIONS[GSM8K.name].name, [PARTITION])
     write_jsonl(data_paths.cleaned_root / PARTITION, gsm8k_rows(real_raw, "train", 5))
     write_jsonl(data_paths.cleaned_root / "x" / "y.jsonl", gsm8k_rows(real_raw, "test", 2))
     write_jsonl(data_paths.cleaned_root / "x__y.jsonl", gsm8k_rows(real_raw, "test", 2))
-    result = materialize_tokenized(instance, data_paths, with_check=False)
-    assert not result.success
-    assert "both map to the tokenized folder 'x__y.jsonl'" in failure_text(result)
-    assert not (data_paths.tokenized_root / PARTITION).exists()
+    assert materialize_tokenized(instance, data_paths, with_check=False).success
+    assert (data_paths.tokenized_root / PARTITION / "tokens.npy").is_file()
 
 
 def test_manifest_check_catches_corruption_a_skip_cannot_see(instance, data_paths, real_raw):

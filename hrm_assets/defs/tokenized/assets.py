@@ -12,7 +12,8 @@ from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.framing import Framing
-from hrm_assets.partitioning import files_of_source
+from hrm_assets.layout import LayoutError
+from hrm_assets.partitioning import partition_file
 from hrm_assets.sources import SOURCES, SourceSpec
 from hrm_assets.tokenize import TokenizerSetup, tokenize_file, write_tokenizer_info
 
@@ -38,8 +39,11 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
     ) -> dg.MaterializeResult:
         key = context.partition_key
-        matches = [f for f in files_of_source(spec, data_paths.cleaned_root) if f.safe_name == key]
-        if not matches:
+        try:
+            cleaned_file = partition_file(spec, data_paths.cleaned_root, key)
+        except LayoutError as error:
+            raise dg.Failure(str(error)) from error
+        if cleaned_file is None:
             raise dg.Failure(
                 f"cleaned file for partition {key!r} of {spec.name} not found under "
                 f"{data_paths.cleaned_root}; rematerialize cleaned/{spec.name}"
@@ -47,7 +51,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
         write_tokenizer_info(data_paths.tokenized_root, setup)
         outcome = tokenize_file(
-            matches[0], data_paths.tokenized_root, setup, threads=config.threads
+            cleaned_file, data_paths.tokenized_root, setup, threads=config.threads
         )
         context.log.info(
             f"{key}: {'unchanged, skipped' if outcome.skipped else 'tokenized'} "
