@@ -2,7 +2,7 @@
 PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install demo test test-fast bench lint
+.PHONY: install demo test test-fast test-rust bench lint
 
 install:
 	$(PYTHON) -m pip install --quiet --upgrade pip
@@ -11,9 +11,14 @@ install:
 demo: install
 	$(PYTHON) -m hrm_assets.quickstart
 
-test: install
+test: install test-rust
 	$(PYTHON) -m pytest -q
 	$(PYTHON) -m pytest -q -m slow
+
+# The Rust core on its own: unit tests and the fast encoder's proptest oracles (the
+# `tokenizers` crate and the onig regex run on random Unicode).
+test-rust:
+	cd rust_tokenizer && cargo test --release --locked
 
 test-fast: install
 	$(PYTHON) -m pytest -q
