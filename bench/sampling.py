@@ -41,6 +41,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import numpy.random  # noqa: F401  (numpy imports it lazily: a start-up cost, not sampling work)
 import pydantic
 import yaml
 

@@ -40,11 +40,9 @@ import contextlib
 import json
 import os
 import re
-import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +57,20 @@ from hrm_assets.atomic import (
     lock_path_for,
     remove_leftovers,
 )
-from hrm_assets.manifest import MANIFEST_FILE, build_manifest, file_entry, manifest_bytes
+from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,
     SamplingRule,
     load_prefix_rules,
     rule_for,
+)
+from hrm_assets.sampled_arrays import (
+    ManifestEntry,
+    TokenCopyError,
+    TokenSource,
+    concatenate_tokens,
+    save_npy,
 )
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
@@ -74,13 +79,6 @@ METADATA_FILE = "metadata.json"
 TOKENIZER_INFO_FILE = "tokenizer_info.json"
 GLOBAL_CATEGORY = "GLOBAL"
 EPOCH_DIR_PATTERN = re.compile(r"epoch_\d+")
-
-# Elements per copy unit when concatenating tokens: large enough to stream at disk speed,
-# small enough that a few units in flight stay far below the memory of one big task.
-COPY_CHUNK = 1 << 23
-# Elements per read within a unit: each copying thread holds one block of the source dtype and
-# one of the output dtype (a few MiB), reused for every block it copies.
-COPY_BLOCK = 1 << 20
 
 Warn = Callable[[str], None]
 
@@ -439,116 +437,6 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def save_npy(path: Path, array: np.ndarray) -> None:
-    """``np.save`` then fsync, so the folder rename never exposes unflushed data."""
-    with open(path, "wb") as handle:
-        np.save(handle, array, allow_pickle=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _copy_units(task_dirs: list[Path], offsets: list[int], counts: list[int]) -> Iterator:
-    for task_dir, offset, count in zip(task_dirs, offsets, counts, strict=True):
-        for start in range(0, count, COPY_CHUNK):
-            yield task_dir / TOKENS_FILE, offset, start, min(start + COPY_CHUNK, count)
-
-
-class _CopyBuffers(threading.local):
-    """Each copying thread's read and cast buffers, reused across its units."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[np.dtype, np.ndarray] = {}
-
-    def get(self, dtype: np.dtype, elements: int) -> np.ndarray:
-        held = self.arrays.get(dtype)
-        if held is None or len(held) < elements:
-            held = self.arrays[dtype] = np.empty(max(elements, COPY_BLOCK), dtype=dtype)
-        return held[:elements]
-
-
-def _pwrite_all(fd: int, data: memoryview, position: int) -> None:
-    while data:
-        written = os.pwrite(fd, data, position)
-        data, position = data[written:], position + written
-
-
-def _copy_unit(
-    fd: int, data_offset: int, dtype: np.dtype, buffers: _CopyBuffers, unit: tuple
-) -> tuple[int, int]:
-    """Copy elements ``start:stop`` of one ``tokens.npy`` to their place in the output."""
-    path, offset, start, stop = unit
-    source_dtype, _, source_offset = npy_layout(path)
-    max_id = -1
-    with open(path, "rb", buffering=0) as source:
-        for block in range(start, stop, COPY_BLOCK):
-            count = min(COPY_BLOCK, stop - block)
-            raw = buffers.get(source_dtype, count)
-            view = memoryview(raw).cast("B")
-            source.seek(source_offset + block * source_dtype.itemsize)
-            filled = 0
-            while filled < len(view):
-                got = source.readinto(view[filled:])
-                if not got:
-                    raise SamplingError(f"{path}: shorter than its header says")
-                filled += got
-            max_id = max(max_id, int(raw.max()))
-            if source_dtype != dtype:
-                cast = buffers.get(dtype, count)
-                np.copyto(cast, raw, casting="unsafe")  # as numpy assignment: ids wrap
-                raw = cast
-            position = data_offset + (offset + block) * dtype.itemsize
-            _pwrite_all(fd, memoryview(raw).cast("B"), position)
-    return stop - start, max_id
-
-
-def concatenate_tokens(
-    destination: Path,
-    task_dirs: list[Path],
-    counts: list[int],
-    dtype: np.dtype,
-    *,
-    workers: int = 4,
-    progress: bool = False,
-) -> int:
-    """Write every task's tokens back to back into one ``.npy`` of ``dtype``; return the max id.
-
-    Sources are read in blocks into each thread's reused buffers, cast and written at their
-    offset by a few threads (numpy and file I/O release the GIL), so memory stays bounded
-    whatever the corpus size; plain reads and writes cost less than faulting in the pages of
-    memory maps. Values are cast like a numpy assignment (out-of-range ids wrap, as in
-    data_io); the returned maximum of the source ids lets the caller warn about that.
-    """
-    offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])[:-1].tolist()
-    total = int(sum(counts))
-    # open_memmap writes the header and sizes the file; the data then goes in with pwrite.
-    target = np.lib.format.open_memmap(destination, mode="w+", dtype=dtype, shape=(total,))
-    data_offset = target.offset
-    del target
-    units = _copy_units(task_dirs, offsets, counts)
-    buffers = _CopyBuffers()
-    max_id = -1
-    fd = os.open(destination, os.O_WRONLY)
-    try:
-        with (
-            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
-            tqdm(
-                total=total,
-                desc="Writing tokens",
-                unit="tok",
-                unit_scale=True,
-                disable=not progress,
-            ) as bar,
-        ):
-            copy = partial(_copy_unit, fd, data_offset, dtype, buffers)
-            for copied, chunk_max in pool.map(copy, units):
-                max_id = max(max_id, chunk_max)
-                bar.update(copied)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return max_id
-
-
 # --------------------------------------------------------------------------- sampling
 
 
@@ -709,11 +597,9 @@ def _write_epochs(
     kept_spans: list[Spans],
     config: SamplingConfig,
     progress: bool,
-    on_saved: Callable[[str], None] | None = None,
-) -> tuple[list[int], np.int64, list[np.ndarray]]:
-    """Draw and write every epoch; returns tokens per epoch, their int64 total, draw counts.
-
-    ``on_saved`` receives each array's path relative to ``staged`` once it is written.
+) -> tuple[list[int], np.int64, list[np.ndarray], dict[str, ManifestEntry]]:
+    """Draw and write every epoch; returns tokens per epoch, their int64 total, draw counts
+    and the manifest entry of each array written (by its path relative to ``staged``).
 
     One Philox generator, used in data_io's order: per epoch, each task in order draws a new
     permutation of its rows only when it needs rows and its current one is used up; then the
@@ -733,6 +619,7 @@ def _write_epochs(
     rng = np.random.Generator(np.random.Philox(config.seed))
     total = np.int64(0)
     epoch_tokens: list[int] = []
+    entries: dict[str, ManifestEntry] = {}
     with tqdm(total=config.epochs, desc="Generating epoch indices", disable=not progress) as bar:
         for epoch in range(config.epochs):
             filled = 0
@@ -753,12 +640,11 @@ def _write_epochs(
             epoch_dir.mkdir()
             for name in SPAN_FIELDS:
                 np.take(table[name], shuffled[:filled], out=column[:filled])
-                save_npy(epoch_dir / f"{name}.npy", column[:filled])
-                if on_saved is not None:
-                    on_saved(f"{epoch_dir.name}/{name}.npy")
+                relative = f"{epoch_dir.name}/{name}.npy"
+                entries[relative] = save_npy(staged / relative, column[:filled])
             bar.update(1)
     draws = [hits[start:stop] for start, stop in zip(bases, bases[1:], strict=False)]
-    return epoch_tokens, total, draws
+    return epoch_tokens, total, draws, entries
 
 
 def sample_tokenized(
@@ -766,7 +652,7 @@ def sample_tokenized(
     *,
     progress: bool = False,
     warn: Warn | None = None,
-    copy_workers: int = 4,
+    copy_workers: int = 2,
 ) -> SamplingResult:
     """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
 
@@ -822,31 +708,28 @@ def sample_tokenized(
         # Staged or retired copies of this output can only be left by killed runs: every run
         # holds this lock while it has them.
         remove_leftovers(output)
-        with atomic_directory(output) as staged, ThreadPoolExecutor(max_workers=2) as background:
-            # The tokens are copied while the epochs are drawn (the epochs need only the
-            # spans), and each array is hashed for the manifest as soon as it is complete;
-            # numpy, file I/O and hashlib release the GIL, so these overlap on a second core.
-            def copy_tokens() -> tuple[int, dict]:
-                max_id = concatenate_tokens(
-                    staged / TOKENS_FILE,
-                    task_dirs,
-                    counts,
-                    dtype,
-                    workers=copy_workers,
-                    progress=progress,
-                )
-                return max_id, file_entry(staged / TOKENS_FILE)
-
-            copying = background.submit(copy_tokens)
-            hashing: dict[str, Future] = {}
-
-            def hash_later(relative: str) -> None:
-                hashing[relative] = background.submit(file_entry, staged / relative)
-
-            epoch_tokens, total, draws = _write_epochs(
-                staged, reports, kept_spans, config, progress, on_saved=hash_later
+        sources = [
+            TokenSource(task_dir / TOKENS_FILE, *npy_layout(task_dir / TOKENS_FILE))
+            for task_dir in task_dirs
+        ]
+        with atomic_directory(output) as staged, ThreadPoolExecutor(max_workers=1) as background:
+            # The tokens are copied (and hashed) while the epochs are drawn: the epochs need
+            # only the spans, and numpy, file I/O and hashlib release the GIL.
+            copying = background.submit(
+                concatenate_tokens,
+                staged / TOKENS_FILE,
+                sources,
+                dtype,
+                workers=copy_workers,
+                progress=progress,
             )
-            max_id, tokens_entry = copying.result()
+            epoch_tokens, total, draws, entries = _write_epochs(
+                staged, reports, kept_spans, config, progress
+            )
+            try:
+                max_id, entries[TOKENS_FILE] = copying.result()
+            except TokenCopyError as exc:
+                raise SamplingError(str(exc)) from None
             if max_id > np.iinfo(dtype).max:
                 note(
                     f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
@@ -862,10 +745,7 @@ def sample_tokenized(
             )
             (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
             _fsync_file(staged / METADATA_FILE)
-            # write_manifest(staged) would read and hash every array again.
-            manifest = build_manifest(staged, files=[])
-            manifest["files"] = {name: entry.result() for name, entry in hashing.items()}
-            manifest["files"][TOKENS_FILE] = tokens_entry
+            manifest = {"files": dict(sorted(entries.items())), "format": MANIFEST_FORMAT}
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
 

@@ -17,7 +17,7 @@ from conftest import REPO_ROOT, TRICKY_TEXTS
 from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import _tokenizer, sampling, verify
+from hrm_assets import _tokenizer, sampled_arrays, verify
 from hrm_assets.layout import scan_cleaned_files
 from hrm_assets.manifest import (
     MANIFEST_FILE,
@@ -158,7 +158,7 @@ def test_sampled_manifest_lists_every_array_and_is_deterministic(tmp_path, monke
     assert verify_folder(out).ok
 
     # Another run, one copy thread and tiny copy chunks: the same manifest.
-    monkeypatch.setattr(sampling, "COPY_CHUNK", 7)
+    monkeypatch.setattr(sampled_arrays, "COPY_BLOCK", 7)
     _sample(tmp_path, "b", seed=5, copy_workers=1)
     assert (tmp_path / "b" / MANIFEST_FILE).read_bytes() == (out / MANIFEST_FILE).read_bytes()
 

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hrm_assets import sampling
+from hrm_assets import sampled_arrays, sampling
 from hrm_assets.analytics import (
     category_records,
     epoch_records,
@@ -375,7 +375,7 @@ def test_seeds_and_epochs(tmp_path, seed, epochs):
 
 def test_chunked_copy_is_identical(tmp_path, monkeypatch):
     # Tiny chunks so every task is copied in several pieces by several threads.
-    monkeypatch.setattr(sampling, "COPY_CHUNK", 7)
+    monkeypatch.setattr(sampled_arrays, "COPY_BLOCK", 7)
     run_both(tmp_path, MIXED, MIXED_RULES, 1000, epochs=2, context_size=60)
 
 

@@ -1,0 +1,97 @@
+"""The sampled output's array writers: numpy.save's bytes, and manifest entries of those bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import numpy as np
+import pytest
+
+from hrm_assets import sampled_arrays
+from hrm_assets.sampled_arrays import (
+    TokenCopyError,
+    TokenSource,
+    concatenate_tokens,
+    npy_header,
+    save_npy,
+)
+from hrm_assets.sampling import npy_layout
+
+
+def numpy_save_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def entry_of(data: bytes) -> dict:
+    return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+@pytest.mark.parametrize("dtype", ["<i8", "<u2", "<u4", "u1", "<i4"])
+def test_header_is_numpy_saves(dtype):
+    for length in (0, 1, 7, 1000):
+        array = np.zeros(length, dtype=dtype)
+        assert numpy_save_bytes(array) == npy_header(np.dtype(dtype), length) + array.tobytes()
+    # numpy leaves room for 21 digits, so a huge length keeps the header's size.
+    huge = npy_header(np.dtype(dtype), 10**15)
+    assert len(huge) == len(npy_header(np.dtype(dtype), 0))
+    assert b"'shape': (1000000000000000,)" in huge
+
+
+def test_save_npy_writes_numpy_save_bytes_and_their_entry(tmp_path):
+    array = np.arange(-5, 100_000, 3, dtype=np.int64)[::2]  # not contiguous
+    entry = save_npy(tmp_path / "a.npy", array)
+    written = (tmp_path / "a.npy").read_bytes()
+    assert written == numpy_save_bytes(np.ascontiguousarray(array))
+    assert entry == entry_of(written)
+    empty = save_npy(tmp_path / "empty.npy", np.empty(0, dtype=np.int64))
+    assert (tmp_path / "empty.npy").read_bytes() == numpy_save_bytes(np.empty(0, dtype=np.int64))
+    assert empty == entry_of((tmp_path / "empty.npy").read_bytes())
+
+
+def write_sources(tmp_path, arrays: list[np.ndarray]) -> list[TokenSource]:
+    sources = []
+    for number, array in enumerate(arrays):
+        path = tmp_path / f"task{number}" / "tokens.npy"
+        path.parent.mkdir()
+        np.save(path, array)
+        sources.append(TokenSource(path, *npy_layout(path)))
+    return sources
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 19])
+@pytest.mark.parametrize("workers", [1, 3])
+def test_concatenation_casts_hashes_and_finds_the_max(tmp_path, monkeypatch, block, workers):
+    monkeypatch.setattr(sampled_arrays, "COPY_BLOCK", block)
+    rng = np.random.default_rng(block + workers)
+    arrays = [
+        rng.integers(0, 70_000, size=n).astype(dtype)
+        for n, dtype in [(50, "<u4"), (0, "<u4"), (23, "<u8"), (9, "<i4"), (1, "<u2")]
+    ]
+    arrays[2][5] = 70_001  # the largest id, beyond uint16: it wraps, as numpy assignment does
+    sources = write_sources(tmp_path, arrays)
+    destination = tmp_path / "tokens.npy"
+    max_id, entry = concatenate_tokens(destination, sources, np.dtype(np.uint16), workers=workers)
+    expected = numpy_save_bytes(np.concatenate(arrays).astype(np.uint16))
+    assert destination.read_bytes() == expected
+    assert entry == entry_of(expected)
+    assert max_id == 70_001
+
+
+def test_concatenation_of_nothing_is_an_empty_array(tmp_path):
+    max_id, entry = concatenate_tokens(tmp_path / "t.npy", [], np.dtype(np.int32))
+    expected = numpy_save_bytes(np.empty(0, dtype=np.int32))
+    assert (tmp_path / "t.npy").read_bytes() == expected
+    assert (max_id, entry) == (-1, entry_of(expected))
+
+
+def test_a_source_shorter_than_its_header_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(sampled_arrays, "COPY_BLOCK", 4)
+    sources = write_sources(tmp_path, [np.arange(10, dtype="<u4"), np.arange(20, dtype="<u4")])
+    # The file shrinks after its header was read (another process rewrote it).
+    data = sources[1].path.read_bytes()
+    sources[1].path.write_bytes(data[: len(data) - 8])
+    with pytest.raises(TokenCopyError, match=rf"{sources[1].path}: shorter than its header"):
+        concatenate_tokens(tmp_path / "t.npy", sources, np.dtype(np.uint16))
