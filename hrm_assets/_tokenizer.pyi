@@ -1,6 +1,7 @@
 """Type stub of the Rust extension ``hrm_assets._tokenizer`` (rust_tokenizer/src/python.rs)."""
 
 from os import PathLike
+from collections.abc import Callable
 from typing import Literal
 
 FORMAT_VERSION: str
@@ -76,3 +77,23 @@ class Encoder:
         naming file, row and field; ``ValueError`` for an unreadable file; ``OSError`` for IO.
         On error ``output_dir`` is unchanged.
         """
+
+def concatenate_token_arrays(
+    destination: str | PathLike[str],
+    header: bytes,
+    sources: list[tuple[str | PathLike[str], str, int, int]],
+    dtype: str,
+    workers: int = 2,
+    block_elements: int = 524288,
+    progress: Callable[[int], object] | None = None,
+) -> tuple[int | None, str, int]:
+    """Write ``header``, then every source's elements cast to ``dtype`` (a numpy type string;
+    the low bits are kept, as numpy's unsafe cast does), into ``destination``, fsynced.
+
+    ``sources`` are ``(path, numpy type string, element count, byte offset of the data)``.
+    ``workers`` threads copy blocks of ``block_elements`` without the GIL while the calling
+    thread hashes them in file order; ``progress(elements)`` is called as blocks are hashed.
+    Returns ``(largest source value or None, SHA-256 hex of the file, its size in bytes)``.
+    Raises ``ValueError`` for a source shorter than its header says or an unsupported type,
+    ``OSError`` for IO.
+    """

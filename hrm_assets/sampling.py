@@ -58,6 +58,8 @@ from hrm_assets.atomic import (
     remove_leftovers,
 )
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
+from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers
+from hrm_assets.npy_files import npy_layout as read_npy_layout
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,
@@ -339,45 +341,20 @@ def task_directories(tokenized_path: Path) -> list[Path]:
 
 def _load_array(path: Path) -> np.ndarray:
     try:
-        array = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise SamplingError(f"{path}: missing") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise SamplingError(f"{path}: not a readable .npy array: {exc}") from None
-    if array.ndim != 1 or array.dtype.kind not in "iu":
-        raise SamplingError(
-            f"{path}: expected a 1-D integer array, got shape {array.shape} dtype {array.dtype}"
-        )
-    return array
+        return load_integers(path)
+    except NpyFileError as exc:
+        raise SamplingError(str(exc)) from None
 
 
-def npy_layout(path: Path) -> tuple[np.dtype, int, int]:
+def npy_layout(path: Path) -> NpyLayout:
     """(dtype, length, byte offset of the data) of a 1-D integer ``.npy``, from its header.
 
-    Raises :class:`SamplingError` naming the file, with :func:`_load_array`'s messages.
+    Raises :class:`SamplingError` naming the file.
     """
     try:
-        with open(path, "rb") as handle:
-            version = np.lib.format.read_magic(handle)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
-            elif version == (2, 0):
-                shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
-            else:
-                raise ValueError(f"unsupported .npy format version {version}")
-            offset = handle.tell()
-            size = os.fstat(handle.fileno()).st_size
-    except FileNotFoundError:
-        raise SamplingError(f"{path}: missing") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise SamplingError(f"{path}: not a readable .npy array: {exc}") from None
-    if len(shape) != 1 or dtype.kind not in "iu":
-        raise SamplingError(
-            f"{path}: expected a 1-D integer array, got shape {shape} dtype {dtype}"
-        )
-    if size < offset + shape[0] * dtype.itemsize:
-        raise SamplingError(f"{path}: not a readable .npy array: the file is truncated")
-    return dtype, shape[0], offset
+        return read_npy_layout(path)
+    except NpyFileError as exc:
+        raise SamplingError(str(exc)) from None
 
 
 def token_count(task_dir: Path) -> int:
@@ -605,15 +582,17 @@ def _write_epochs(
     permutation of its rows only when it needs rows and its current one is used up; then the
     epoch's rows are shuffled with one more permutation.
     """
-    # Every kept row in one table: an epoch is then one array of table rows, shuffled once and
-    # gathered once per field (not per task and field, then again to shuffle).
-    table = {name: np.concatenate([getattr(s, name) for s in kept_spans]) for name in SPAN_FIELDS}
-    lengths = table["inst_len"] + table["resp_len"]
+    # Every kept row in one table, a line per field: an epoch is then one array of table rows,
+    # shuffled once and gathered once for all four fields.
+    table = np.empty((len(SPAN_FIELDS), sum(len(spans) for spans in kept_spans)), dtype=np.int64)
+    for line, name in zip(table, SPAN_FIELDS, strict=True):
+        np.concatenate([getattr(spans, name) for spans in kept_spans], out=line)
+    lengths = table[SPAN_FIELDS.index("inst_len")] + table[SPAN_FIELDS.index("resp_len")]
     bases = np.cumsum([0] + [len(spans) for spans in kept_spans]).tolist()
     epoch_size = sum(report.rows_per_epoch for report in reports)
     picked = np.empty(epoch_size, dtype=np.int64)
     shuffled = np.empty(epoch_size, dtype=np.int64)
-    column = np.empty(epoch_size, dtype=np.int64)
+    columns = np.empty((len(SPAN_FIELDS), epoch_size), dtype=np.int64)
     cursors = [_RowCursor(len(spans)) for spans in kept_spans]
     hits = np.zeros(len(lengths), dtype=np.int64)
     rng = np.random.Generator(np.random.Philox(config.seed))
@@ -638,8 +617,8 @@ def _write_epochs(
             np.take(picked[:filled], order, out=shuffled[:filled])
             epoch_dir = staged / f"epoch_{epoch}"
             epoch_dir.mkdir()
-            for name in SPAN_FIELDS:
-                np.take(table[name], shuffled[:filled], out=column[:filled])
+            np.take(table, shuffled[:filled], axis=1, out=columns[:, :filled])
+            for name, column in zip(SPAN_FIELDS, columns, strict=True):
                 relative = f"{epoch_dir.name}/{name}.npy"
                 entries[relative] = save_npy(staged / relative, column[:filled])
             bar.update(1)
@@ -713,8 +692,8 @@ def sample_tokenized(
             for task_dir in task_dirs
         ]
         with atomic_directory(output) as staged, ThreadPoolExecutor(max_workers=1) as background:
-            # The tokens are copied (and hashed) while the epochs are drawn: the epochs need
-            # only the spans, and numpy, file I/O and hashlib release the GIL.
+            # The tokens are copied and hashed (by the Rust core, without the GIL) while the
+            # epochs are drawn: the epochs need only the spans.
             copying = background.submit(
                 concatenate_tokens,
                 staged / TOKENS_FILE,

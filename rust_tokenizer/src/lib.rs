@@ -3,6 +3,7 @@
 //! Plain Rust modules (tested with `cargo test`) do the work; `python` is the thin PyO3 layer
 //! that maturin builds into `hrm_assets._tokenizer`.
 
+pub mod concat;
 pub mod encode;
 pub mod error;
 mod fast;

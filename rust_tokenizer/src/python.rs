@@ -14,6 +14,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValu
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use crate::concat::{concatenate_tokens, IntType, TokenSource};
 use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
 use crate::error::Error;
 use crate::framing::FramingSpec;
@@ -181,9 +182,70 @@ impl Encoder {
     }
 }
 
+/// Write `header`, then every source's elements cast to `dtype` (a numpy type string; low
+/// bits kept, as numpy's unsafe cast), into `destination`, fsynced. `sources` are
+/// `(path, numpy type string, element count, data offset)`. `progress(elements)` is called as
+/// blocks are hashed. Returns `(largest source value or None, sha256 hex, size in bytes)`.
+#[pyfunction]
+#[pyo3(signature = (destination, header, sources, dtype, workers = 2, block_elements = 1 << 19, progress = None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn concatenate_token_arrays(
+    py: Python<'_>,
+    destination: PathBuf,
+    header: Vec<u8>,
+    sources: Vec<(PathBuf, String, u64, u64)>,
+    dtype: &str,
+    workers: usize,
+    block_elements: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Option<i128>, String, u64)> {
+    let parse = |sources: Vec<(PathBuf, String, u64, u64)>| -> crate::Result<Vec<TokenSource>> {
+        sources
+            .into_iter()
+            .map(|(path, descr, count, data_offset)| {
+                Ok(TokenSource {
+                    element: IntType::parse(&descr)?,
+                    path,
+                    count,
+                    data_offset,
+                })
+            })
+            .collect()
+    };
+    let sources = parse(sources).map_err(|err| to_py_err(py, err))?;
+    let target = IntType::parse(dtype).map_err(|err| to_py_err(py, err))?;
+    let mut callback_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut report = |elements: u64| {
+            if let (Some(callback), None) = (&progress, &callback_error) {
+                Python::attach(|py| {
+                    if let Err(err) = callback.call1(py, (elements,)) {
+                        callback_error = Some(err);
+                    }
+                });
+            }
+        };
+        concatenate_tokens(
+            &destination,
+            &header,
+            &sources,
+            target,
+            workers,
+            block_elements,
+            &mut report,
+        )
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    let done = result.map_err(|err| to_py_err(py, err))?;
+    Ok((done.max_id, done.sha256, done.size))
+}
+
 #[pymodule]
 fn _tokenizer(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Encoder>()?;
+    module.add_function(wrap_pyfunction!(concatenate_token_arrays, module)?)?;
     module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
     module.add("OWNER_MARKER", OWNER_MARKER)?;
     module.add("METADATA_FILE", METADATA_FILE)?;

@@ -1,0 +1,96 @@
+"""Reading the 1-D integer ``.npy`` arrays of tokenized folders: fast, and errors name the file.
+
+A sampled corpus has thousands of small arrays, where ``numpy.load``'s cost is mostly parsing
+the header with ``ast.literal_eval``. The headers ``numpy.save`` (and our Rust writer) produce
+for a 1-D integer array have one fixed form, matched here by a regular expression; any other
+header goes through numpy's own parser, so nothing valid is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+import numpy as np
+
+_MAGIC = b"\x93NUMPY"
+_PLAIN_HEADER = re.compile(
+    rb"\{'descr': '(?P<descr>[<>|=]?[iu][1248])', 'fortran_order': False, "
+    rb"'shape': \((?P<length>\d+),\), \} *\n"
+)
+
+
+class NpyFileError(ValueError):
+    """A file is not a readable 1-D integer ``.npy`` array; the message names it."""
+
+
+class NpyLayout(NamedTuple):
+    dtype: np.dtype
+    length: int
+    data_offset: int
+
+
+def _read_header(handle: BinaryIO, path: Path) -> NpyLayout:
+    prefix = handle.read(10)
+    if len(prefix) == 10 and prefix.startswith(_MAGIC) and prefix[6:8] == b"\x01\x00":
+        header_length = int.from_bytes(prefix[8:10], "little")
+        match = _PLAIN_HEADER.fullmatch(handle.read(header_length))
+        if match is not None:
+            dtype = np.dtype(match["descr"].decode("ascii"))
+            return NpyLayout(dtype, int(match["length"]), 10 + header_length)
+    handle.seek(0)
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"unsupported .npy format version {version}")
+    if len(shape) != 1 or dtype.kind not in "iu":
+        raise NpyFileError(f"{path}: expected a 1-D integer array, got shape {shape} dtype {dtype}")
+    return NpyLayout(dtype, shape[0], handle.tell())
+
+
+def _open_layout(handle: BinaryIO, path: Path) -> NpyLayout:
+    try:
+        layout = _read_header(handle, path)
+    except NpyFileError:
+        raise
+    except (ValueError, OSError, EOFError) as exc:
+        raise NpyFileError(f"{path}: not a readable .npy array: {exc}") from None
+    size = os.fstat(handle.fileno()).st_size
+    if size < layout.data_offset + layout.length * layout.dtype.itemsize:
+        raise NpyFileError(f"{path}: not a readable .npy array: the file is truncated")
+    return layout
+
+
+def npy_layout(path: Path) -> NpyLayout:
+    """(dtype, length, byte offset of the data) of a 1-D integer ``.npy``, from its header."""
+    try:
+        with open(path, "rb") as handle:
+            return _open_layout(handle, Path(path))
+    except FileNotFoundError:
+        raise NpyFileError(f"{path}: missing") from None
+
+
+def load_integers(path: Path) -> np.ndarray:
+    """A 1-D integer ``.npy`` array, read whole."""
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            layout = _open_layout(handle, Path(path))
+            array = np.empty(layout.length, dtype=layout.dtype)
+            view = memoryview(array).cast("B")
+            handle.seek(layout.data_offset)
+            filled = 0
+            while filled < len(view):
+                got = handle.readinto(view[filled:])
+                if not got:
+                    raise NpyFileError(f"{path}: not a readable .npy array: the file is truncated")
+                filled += got
+    except FileNotFoundError:
+        raise NpyFileError(f"{path}: missing") from None
+    except OSError as exc:
+        raise NpyFileError(f"{path}: not a readable .npy array: {exc}") from None
+    return array

@@ -1,0 +1,443 @@
+//! The sampler's `tokens.npy`: every task's token array, back to back, cast to one narrower
+//! integer type, with the SHA-256 of the written file.
+//!
+//! Reader threads take blocks in turn (thread `r` has blocks `r`, `r + n`, ...), read them,
+//! cast them and write them at their offsets; the calling thread hashes the cast blocks in file
+//! order from the same buffers, which then go back to their reader. So the hash costs no second
+//! read of the output, and memory is two blocks per reader whatever the corpus.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, IoContext, Result};
+
+/// A 1-D integer element type as numpy describes it (`<u4`, `|u1`, `>i8`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntType {
+    pub signed: bool,
+    pub size: usize,
+    pub big_endian: bool,
+}
+
+impl IntType {
+    pub fn parse(descr: &str) -> Result<Self> {
+        let bad = || Error::Config(format!("unsupported integer type {descr:?}"));
+        let bytes = descr.as_bytes();
+        let (order, kind, size) = match bytes {
+            [order, kind, size] => (*order, *kind, *size),
+            _ => return Err(bad()),
+        };
+        let size = match size {
+            b'1' | b'2' | b'4' | b'8' => (size - b'0') as usize,
+            _ => return Err(bad()),
+        };
+        let big_endian = match order {
+            b'<' | b'=' => false,
+            b'|' if size == 1 => false,
+            b'>' => true,
+            _ => return Err(bad()),
+        };
+        let signed = match kind {
+            b'i' => true,
+            b'u' => false,
+            _ => return Err(bad()),
+        };
+        Ok(IntType {
+            signed,
+            size,
+            big_endian: big_endian && size > 1,
+        })
+    }
+}
+
+/// One task's token array: where its elements start in its `.npy` file, and how many.
+#[derive(Clone, Debug)]
+pub struct TokenSource {
+    pub path: PathBuf,
+    pub element: IntType,
+    pub count: u64,
+    pub data_offset: u64,
+}
+
+/// What [`concatenate_tokens`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Concatenated {
+    /// The largest source value, before the cast (`None` without elements).
+    pub max_id: Option<i128>,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// A source element: decoded from its bytes, ordered, and widened for the cast.
+trait Element: Copy + Ord {
+    const SIZE: usize;
+    const MIN: Self;
+    fn decode<const BIG: bool>(bytes: &[u8]) -> Self;
+    /// Sign- or zero-extended to 64 bits: the cast keeps the low bits, as a C cast does.
+    fn bits(self) -> u64;
+    fn wide(self) -> i128;
+}
+
+/// An output element: the low bits of a value, little-endian.
+trait Target {
+    const SIZE: usize;
+    fn encode(bits: u64, out: &mut [u8]);
+}
+
+macro_rules! element {
+    ($($t:ty),*) => {$(
+        impl Element for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            const MIN: Self = <$t>::MIN;
+            #[inline(always)]
+            fn decode<const BIG: bool>(bytes: &[u8]) -> Self {
+                let array = bytes.try_into().expect("a chunk of the element's size");
+                if BIG { <$t>::from_be_bytes(array) } else { <$t>::from_le_bytes(array) }
+            }
+            #[inline(always)]
+            fn bits(self) -> u64 { self as u64 }
+            #[inline(always)]
+            fn wide(self) -> i128 { self as i128 }
+        }
+        impl Target for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn encode(bits: u64, out: &mut [u8]) {
+                out.copy_from_slice(&(bits as $t).to_le_bytes());
+            }
+        }
+    )*};
+}
+element!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+fn cast_into<S: Element, T: Target, const BIG: bool>(raw: &[u8], out: &mut [u8]) -> Option<i128> {
+    let mut max = S::MIN;
+    for (chunk, slot) in raw.chunks_exact(S::SIZE).zip(out.chunks_exact_mut(T::SIZE)) {
+        let value = S::decode::<BIG>(chunk);
+        max = max.max(value);
+        T::encode(value.bits(), slot);
+    }
+    (!raw.is_empty()).then(|| max.wide())
+}
+
+fn cast_from<S: Element, const BIG: bool>(
+    raw: &[u8],
+    target: IntType,
+    out: &mut [u8],
+) -> Option<i128> {
+    match (target.signed, target.size) {
+        (false, 1) => cast_into::<S, u8, BIG>(raw, out),
+        (true, 1) => cast_into::<S, i8, BIG>(raw, out),
+        (false, 2) => cast_into::<S, u16, BIG>(raw, out),
+        (true, 2) => cast_into::<S, i16, BIG>(raw, out),
+        (false, 4) => cast_into::<S, u32, BIG>(raw, out),
+        (true, 4) => cast_into::<S, i32, BIG>(raw, out),
+        (false, _) => cast_into::<S, u64, BIG>(raw, out),
+        (true, _) => cast_into::<S, i64, BIG>(raw, out),
+    }
+}
+
+/// Cast `raw` (elements of `source`) into `out` (elements of `target`, little-endian); returns
+/// the largest source value.
+fn cast(raw: &[u8], source: IntType, target: IntType, out: &mut [u8]) -> Option<i128> {
+    macro_rules! by_order {
+        ($t:ty) => {
+            if source.big_endian {
+                cast_from::<$t, true>(raw, target, out)
+            } else {
+                cast_from::<$t, false>(raw, target, out)
+            }
+        };
+    }
+    match (source.signed, source.size) {
+        (false, 1) => by_order!(u8),
+        (true, 1) => by_order!(i8),
+        (false, 2) => by_order!(u16),
+        (true, 2) => by_order!(i16),
+        (false, 4) => by_order!(u32),
+        (true, 4) => by_order!(i32),
+        (false, _) => by_order!(u64),
+        (true, _) => by_order!(i64),
+    }
+}
+
+struct Block {
+    source: usize,
+    start: u64,
+    len: u64,
+    /// Byte offset of the block in the output file.
+    output_offset: u64,
+}
+
+fn blocks(sources: &[TokenSource], header_len: u64, target: IntType, per_block: u64) -> Vec<Block> {
+    let mut found = Vec::new();
+    let mut output_offset = header_len;
+    for (index, source) in sources.iter().enumerate() {
+        let mut start = 0;
+        while start < source.count {
+            let len = per_block.min(source.count - start);
+            found.push(Block {
+                source: index,
+                start,
+                len,
+                output_offset,
+            });
+            output_offset += len * target.size as u64;
+            start += len;
+        }
+    }
+    found
+}
+
+type Copied = Result<(Vec<u8>, Option<i128>)>;
+
+/// Reader `first` of `stride`: copies its blocks, sends each cast block to the hasher, and
+/// takes its buffers back from `free`.
+#[allow(clippy::too_many_arguments)]
+fn copy_blocks(
+    first: usize,
+    stride: usize,
+    blocks: &[Block],
+    sources: &[TokenSource],
+    target: IntType,
+    output: (&File, &Path),
+    done: SyncSender<Copied>,
+    free: Receiver<Vec<u8>>,
+) {
+    let mut raw = Vec::new();
+    for block in blocks.iter().skip(first).step_by(stride) {
+        let Ok(mut out) = free.recv() else { return };
+        let copied =
+            copy_block(block, sources, target, output, &mut raw, &mut out).map(|max| (out, max));
+        let failed = copied.is_err();
+        if done.send(copied).is_err() || failed {
+            return;
+        }
+    }
+}
+
+fn copy_block(
+    block: &Block,
+    sources: &[TokenSource],
+    target: IntType,
+    (output, output_path): (&File, &Path),
+    raw: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<Option<i128>> {
+    let source = &sources[block.source];
+    let element = source.element.size as u64;
+    raw.resize((block.len * element) as usize, 0);
+    out.resize(block.len as usize * target.size, 0);
+    let file = File::open(&source.path).at(&source.path)?;
+    file.read_exact_at(raw, source.data_offset + block.start * element)
+        .map_err(|err| match err.kind() {
+            ErrorKind::UnexpectedEof => Error::file(&source.path, "shorter than its header says"),
+            _ => Error::Io {
+                path: source.path.clone(),
+                source: err,
+            },
+        })?;
+    let max = cast(raw, source.element, target, out);
+    output
+        .write_all_at(out, block.output_offset)
+        .at(output_path)?;
+    Ok(max)
+}
+
+/// Write `header` and then every source's elements, cast to `target` (low bits kept, as numpy's
+/// unsafe cast does), into `destination`; fsync it and return its SHA-256, its size and the
+/// largest source value. `progress` receives the elements of each block once it is hashed.
+pub fn concatenate_tokens(
+    destination: &Path,
+    header: &[u8],
+    sources: &[TokenSource],
+    target: IntType,
+    workers: usize,
+    block_elements: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Concatenated> {
+    if target.big_endian {
+        return Err(Error::Config(
+            "the output type must be little-endian".into(),
+        ));
+    }
+    let workers = workers.max(1);
+    let blocks = blocks(
+        sources,
+        header.len() as u64,
+        target,
+        block_elements.max(1) as u64,
+    );
+    let output = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(destination)
+        .at(destination)?;
+    output.write_all_at(header, 0).at(destination)?;
+    let mut hasher = Sha256::new();
+    hasher.update(header);
+    let mut max_id: Option<i128> = None;
+    let mut failure = None;
+    thread::scope(|scope| {
+        let mut copied = Vec::with_capacity(workers);
+        let mut returns = Vec::with_capacity(workers);
+        for first in 0..workers {
+            let (done, receive) = sync_channel::<Copied>(2);
+            let (give_back, free) = sync_channel::<Vec<u8>>(2);
+            for _ in 0..2 {
+                give_back
+                    .send(Vec::new())
+                    .expect("the reader holds its end");
+            }
+            let (blocks, output) = (&blocks, (&output, destination));
+            scope.spawn(move || {
+                copy_blocks(first, workers, blocks, sources, target, output, done, free)
+            });
+            copied.push(receive);
+            returns.push(give_back);
+        }
+        for (index, block) in blocks.iter().enumerate() {
+            let reader = index % workers;
+            match copied[reader].recv() {
+                Ok(Ok((out, max))) => {
+                    hasher.update(&out);
+                    max_id = max_id.max(max);
+                    progress(block.len);
+                    // A reader that stopped early no longer takes buffers back.
+                    let _ = returns[reader].send(out);
+                }
+                Ok(Err(err)) => {
+                    failure = Some(err);
+                    break;
+                }
+                // A reader that panicked: the scope re-raises its panic on leaving.
+                Err(_) => break,
+            }
+        }
+        // Closing the channels lets every reader stop, so the scope can join them.
+        drop(returns);
+        drop(copied);
+    });
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    output.sync_all().at(destination)?;
+    let total: u64 = sources.iter().map(|source| source.count).sum();
+    Ok(Concatenated {
+        max_id,
+        sha256: hasher
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
+        size: header.len() as u64 + total * target.size as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_source(dir: &Path, name: &str, descr: &str, bytes: &[u8]) -> TokenSource {
+        let path = dir.join(name);
+        let mut data = vec![0xAA; 16]; // a stand-in header
+        data.extend_from_slice(bytes);
+        std::fs::write(&path, data).unwrap();
+        let element = IntType::parse(descr).unwrap();
+        TokenSource {
+            path,
+            element,
+            count: (bytes.len() / element.size) as u64,
+            data_offset: 16,
+        }
+    }
+
+    #[test]
+    fn parses_numpy_type_strings() {
+        let u4 = IntType::parse("<u4").unwrap();
+        assert_eq!((u4.signed, u4.size, u4.big_endian), (false, 4, false));
+        assert!(IntType::parse(">i8").unwrap().big_endian);
+        assert!(!IntType::parse("|u1").unwrap().big_endian);
+        for bad in ["<f4", "u4", "<u3", "|u4", "<U4", ""] {
+            assert!(IntType::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn casts_keep_low_bits_and_report_the_max_before_the_cast() {
+        let dir = tempfile::tempdir().unwrap();
+        let values: [u32; 4] = [1, 70_001, 65_535, 3];
+        let le: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let signed: [i64; 2] = [-1, 5];
+        let be: Vec<u8> = signed.iter().flat_map(|v| v.to_be_bytes()).collect();
+        let sources = [
+            write_source(dir.path(), "a", "<u4", &le),
+            write_source(dir.path(), "empty", "<u4", &[]),
+            write_source(dir.path(), "b", ">i8", &be),
+        ];
+        let destination = dir.path().join("out.npy");
+        for (workers, block) in [(1, 1), (2, 3), (3, 1 << 20)] {
+            let mut seen = 0;
+            let result = concatenate_tokens(
+                &destination,
+                b"HEAD",
+                &sources,
+                IntType::parse("<u2").unwrap(),
+                workers,
+                block,
+                &mut |elements| seen += elements,
+            )
+            .unwrap();
+            let expected: Vec<u8> = [1u16, 70_001u32 as u16, 65_535, 3, u16::MAX, 5]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            let written = std::fs::read(&destination).unwrap();
+            assert_eq!(&written[..4], b"HEAD");
+            assert_eq!(&written[4..], &expected[..]);
+            assert_eq!(result.max_id, Some(70_001));
+            assert_eq!(result.size, written.len() as u64);
+            let sha: String = Sha256::digest(&written)
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            assert_eq!(result.sha256, sha);
+            assert_eq!(seen, 6);
+        }
+    }
+
+    #[test]
+    fn a_short_source_is_named_and_nothing_hangs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sources: Vec<TokenSource> = (0..5)
+            .map(|i| write_source(dir.path(), &format!("s{i}"), "<u4", &[7; 400]))
+            .collect();
+        sources[3].count += 1; // its header claims one element more than the file holds
+        for workers in [1, 2, 4] {
+            let err = concatenate_tokens(
+                &dir.path().join("out.npy"),
+                b"",
+                &sources,
+                IntType::parse("<i4").unwrap(),
+                workers,
+                7,
+                &mut |_| {},
+            )
+            .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{}: shorter than its header says",
+                    sources[3].path.display()
+                )
+            );
+        }
+    }
+}

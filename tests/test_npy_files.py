@@ -1,0 +1,68 @@
+"""Fast 1-D integer .npy reading: the same arrays as numpy.load, and errors that name the file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hrm_assets.npy_files import NpyFileError, load_integers, npy_layout
+
+
+@pytest.mark.parametrize("dtype", ["<u1", "<u2", "<u4", "<u8", "<i4", "<i8", ">u4", ">i8"])
+@pytest.mark.parametrize("length", [0, 1, 1000])
+def test_reads_what_numpy_saves(tmp_path, dtype, length):
+    array = (np.arange(length) * 7 % 251).astype(dtype)
+    np.save(tmp_path / "a.npy", array)
+    loaded = load_integers(tmp_path / "a.npy")
+    assert loaded.dtype == np.dtype(dtype) and np.array_equal(loaded, array)
+    layout = npy_layout(tmp_path / "a.npy")
+    assert (layout.dtype, layout.length) == (np.dtype(dtype), length)
+    assert layout.data_offset == (tmp_path / "a.npy").stat().st_size - array.nbytes
+
+
+def test_other_header_forms_go_through_numpy(tmp_path):
+    array = np.arange(10, dtype="<u8")
+    path = tmp_path / "v2.npy"
+    with open(path, "wb") as handle:
+        np.lib.format.write_array(handle, array, version=(2, 0))
+    assert np.array_equal(load_integers(path), array)
+    # A header with extra spaces numpy accepts but the fast pattern does not match.
+    path = tmp_path / "spaced.npy"
+    body = "{'descr':'<u8','fortran_order':False,'shape':(10,)}".ljust(117) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body.encode())
+    with open(path, "ab") as handle:
+        handle.write(array.tobytes())
+    assert np.array_equal(load_integers(path), array)
+
+
+@pytest.mark.parametrize(
+    ("array", "message"),
+    [
+        (np.zeros((2, 3), dtype=np.int64), "expected a 1-D integer array, got shape (2, 3)"),
+        (
+            np.zeros(4, dtype=np.float32),
+            "expected a 1-D integer array, got shape (4,) dtype float32",
+        ),
+    ],
+)
+def test_wrong_arrays_are_named(tmp_path, array, message):
+    np.save(tmp_path / "bad.npy", array)
+    with pytest.raises(NpyFileError, match=rf"{tmp_path / 'bad.npy'}: .*") as caught:
+        load_integers(tmp_path / "bad.npy")
+    assert message in str(caught.value)
+
+
+def test_truncated_missing_and_garbage_files_are_named(tmp_path):
+    np.save(tmp_path / "a.npy", np.arange(100, dtype=np.int64))
+    data = (tmp_path / "a.npy").read_bytes()
+    (tmp_path / "a.npy").write_bytes(data[:-1])
+    for read in (load_integers, npy_layout):
+        with pytest.raises(
+            NpyFileError, match="a.npy: not a readable .npy array: the file is trun"
+        ):
+            read(tmp_path / "a.npy")
+        with pytest.raises(NpyFileError, match="missing.npy: missing"):
+            read(tmp_path / "missing.npy")
+    (tmp_path / "junk.npy").write_bytes(b"not numpy at all")
+    with pytest.raises(NpyFileError, match="junk.npy: not a readable .npy array"):
+        load_integers(tmp_path / "junk.npy")
