@@ -1,7 +1,7 @@
 """Type stub of the Rust extension ``hrm_assets._tokenizer`` (rust_tokenizer/src/python.rs)."""
 
-from os import PathLike
 from collections.abc import Callable
+from os import PathLike
 from typing import Literal
 
 FORMAT_VERSION: str
