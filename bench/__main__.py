@@ -263,8 +263,8 @@ def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
             target="measured",
         ),
         Ratio(
-            figure="one no-op partition: Dagster run over its asset and check bodies invoked "
-            "directly",
+            figure="one no-op partition: Dagster run over its asset body (checks included) "
+            "invoked directly",
             ours=f"{1e3 * top.mean('noop_run'):,.0f} ms",
             baseline=f"{1e3 * top.bodies:,.1f} ms",
             ratio=top.mean("noop_run") / top.bodies,
@@ -302,11 +302,11 @@ def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
         "per point. **No-op rebuild**: N one-row cleaned FLAN files registered as dynamic "
         "partitions of `tokenized/flan` and materialized once; then the same partitions are "
         "materialized again (each run skips: same file, tokenizer and framing). Per partition: "
-        "the Dagster run of job `tokenize_flan` (the asset's step and its blocking checks' "
-        "steps), the asset body and the check bodies invoked directly (no run; the asset body "
-        "scans the cleaned tree for its file and rehashes the tokenizer), and `tokenize_file`'s "
-        "skip path alone (tokenizer loaded once). Dagster's share is what a run costs beyond "
-        "the bodies. The asset "
+        "the Dagster run of job `tokenize_flan` (one step: the asset, which evaluates its two "
+        "blocking checks itself), the asset body invoked directly (no run; it finds its file "
+        "among the paths its partition key can name, hashes the tokenizer, skips, and runs the "
+        "checks, also timed alone), and `tokenize_file`'s skip path alone (tokenizer loaded "
+        "once). Dagster's share is what a run costs beyond the asset body. The asset "
         "reads `context.partition_key`, so a rebuild is one run per partition; "
         f"{top.sample} runs per point were measured, spread evenly over the keys, and the total "
         "is N times their mean where fewer than N ran. Deployed runs also pay a process launch "

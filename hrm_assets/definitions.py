@@ -16,7 +16,6 @@ from hrm_assets.defs.sampled.checks import SAMPLED_CHECKS
 from hrm_assets.defs.sampled.jobs import sample_job
 from hrm_assets.defs.sampled.sensors import sampled_epochs_sensor
 from hrm_assets.defs.tokenized.assets import TOKENIZED_ASSETS
-from hrm_assets.defs.tokenized.checks import TOKENIZED_CHECKS
 from hrm_assets.defs.tokenized.jobs import TOKENIZE_JOBS
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 from hrm_assets.defs.tokenizer.assets import tokenizer
@@ -26,7 +25,7 @@ def build_definitions(data_paths: DataPaths | None = None) -> dg.Definitions:
     """The whole graph; ``data_paths`` defaults to the environment (``HRM_DATA_ROOT``, ...)."""
     return dg.Definitions(
         assets=[*RAW_ASSETS, *CLEANED_ASSETS, tokenizer, *TOKENIZED_ASSETS, *SAMPLED_ASSETS],
-        asset_checks=[*CLEANED_CHECKS, *TOKENIZED_CHECKS, *SAMPLED_CHECKS],
+        asset_checks=[*CLEANED_CHECKS, *SAMPLED_CHECKS],
         jobs=[observe_raw_job, clean_job, *TOKENIZE_JOBS.values(), sample_job],
         schedules=[rebuild_schedule],
         sensors=[cleaned_files_sensor, AUTOMATION_SENSOR, sampled_epochs_sensor],

@@ -21,7 +21,6 @@ from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import build_sampled_manifest_check
 from hrm_assets.defs.tokenized.assets import build_tokenized_asset
-from hrm_assets.defs.tokenized.checks import build_tokenized_manifest_check
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.manifest import verify_folder
 from hrm_assets.sources import SOURCES
@@ -70,12 +69,9 @@ def check_evaluations(result) -> dict[str, dg.AssetCheckEvaluation]:
 # --------------------------------------------------------------------------- tokenized
 
 
-def materialize_tokenized(instance, data_paths, with_check=True, spec=GSM8K, partition=PARTITION):
-    assets = [build_tokenized_asset(spec)]
-    if with_check:
-        assets.append(build_tokenized_manifest_check(spec))
+def materialize_tokenized(instance, data_paths, spec=GSM8K, partition=PARTITION):
     return dg.materialize(
-        assets,
+        [build_tokenized_asset(spec)],
         instance=instance,
         partition_key=partition,
         resources={"data_paths": data_paths},
@@ -95,7 +91,7 @@ def test_tokenized_bad_row_fails_the_step_and_keeps_the_folder(instance, data_pa
     rows = gsm8k_rows(real_raw, "train", 40)
     rows[6]["condition"] = "cot,sarcastic"
     write_jsonl(cleaned, rows)
-    second = materialize_tokenized(instance, data_paths, with_check=False)
+    second = materialize_tokenized(instance, data_paths)
     assert not second.success
     text = failure_text(second)
     assert f"{cleaned}: row 7, field 'condition': unknown tag" in text
@@ -109,9 +105,7 @@ def test_tokenized_two_files_one_safe_name_fail_the_step(instance, data_paths):
     for relative in ["dmmath/train-easy__algebra.parquet", "dmmath__train-easy/algebra.parquet"]:
         (data_paths.cleaned_root / relative).parent.mkdir(parents=True, exist_ok=True)
         (data_paths.cleaned_root / relative).write_bytes(b"PAR1")
-    result = materialize_tokenized(
-        instance, data_paths, with_check=False, spec=dmmath, partition=partition
-    )
+    result = materialize_tokenized(instance, data_paths, spec=dmmath, partition=partition)
     assert not result.success
     assert f"both map to the tokenized folder {partition!r}" in failure_text(result)
     assert not (data_paths.tokenized_root / partition).exists()
@@ -122,7 +116,7 @@ def test_tokenized_partition_is_not_blocked_by_a_clash_elsewhere(instance, data_
     write_jsonl(data_paths.cleaned_root / PARTITION, gsm8k_rows(real_raw, "train", 5))
     write_jsonl(data_paths.cleaned_root / "x" / "y.jsonl", gsm8k_rows(real_raw, "test", 2))
     write_jsonl(data_paths.cleaned_root / "x__y.jsonl", gsm8k_rows(real_raw, "test", 2))
-    assert materialize_tokenized(instance, data_paths, with_check=False).success
+    assert materialize_tokenized(instance, data_paths).success
     assert (data_paths.tokenized_root / PARTITION / "tokens.npy").is_file()
 
 
@@ -142,6 +136,9 @@ def test_manifest_check_catches_corruption_a_skip_cannot_see(instance, data_path
     assert not evaluation.passed
     problems = evaluation.metadata["problems"].value
     assert len(problems) == 1 and f"{tokens}: SHA-256" in problems[0]
+    # The check is blocking: the step fails, so nothing downstream runs on a corrupt folder.
+    assert not result.success
+    assert check_evaluations(result)["arrays_consistent"].passed
 
 
 # --------------------------------------------------------------------------- sampled

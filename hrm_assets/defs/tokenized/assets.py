@@ -10,6 +10,7 @@ from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.tokenized.checks import tokenized_check_results, tokenized_check_specs
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.framing import Framing
 from hrm_assets.layout import LayoutError
@@ -34,6 +35,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         code_version="1",
         automation_condition=on_upstream_data_change(),
         freshness_policy=freshness_policy("tokenized"),
+        check_specs=tokenized_check_specs(spec),
     )
     def tokenized(
         context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
@@ -67,6 +69,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 "skipped": outcome.skipped,
                 "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
             },
+            check_results=tokenized_check_results(data_paths.tokenized_root, outcome.output_dir),
         )
 
     return tokenized

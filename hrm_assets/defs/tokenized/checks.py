@@ -1,47 +1,68 @@
 """Blocking checks per tokenized partition: arrays are consistent with each other and the vocab,
-and every array still has the size and SHA-256 its ``manifest.json`` records."""
+and every array still has the size and SHA-256 its ``manifest.json`` records.
+
+They are check specs of the tokenized asset, evaluated in its own step right after the folder
+is written or reused: a per-file run is then one step, not three (each step is a process under
+the multiprocess executor), and a skipped partition is still verified.
+"""
 
 import json
 import warnings
+from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets.defs.common.keys import tokenized_key
-from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.manifest import VerifyReport, verify_folder
-from hrm_assets.sources import SOURCES, SourceSpec
+from hrm_assets.sources import SourceSpec
 from hrm_assets.tokenize import TOKENIZER_INFO_FILE
 from hrm_assets.validation import check_tokenized_folder
 
+ARRAYS_CONSISTENT = "arrays_consistent"
+MANIFEST_VALID = "manifest_valid"
 
-def build_tokenized_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=tokenized_key(spec.name),
-        name="arrays_consistent",
-        blocking=True,
-        partitions_def=TOKENIZED_PARTITIONS[spec.name],
-        description="Spans inside tokens.npy, ids below the vocab size, row counts as recorded.",
+
+def tokenized_check_specs(spec: SourceSpec) -> list[dg.AssetCheckSpec]:
+    with warnings.catch_warnings():
+        # Partitioned asset checks are a Dagster preview; a per-file check is what we need.
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return [
+            dg.AssetCheckSpec(
+                ARRAYS_CONSISTENT,
+                asset=tokenized_key(spec.name),
+                blocking=True,
+                partitions_def=TOKENIZED_PARTITIONS[spec.name],
+                description="Spans inside tokens.npy, ids below the vocab size, row counts as "
+                "recorded.",
+            ),
+            dg.AssetCheckSpec(
+                MANIFEST_VALID,
+                asset=tokenized_key(spec.name),
+                blocking=True,
+                partitions_def=TOKENIZED_PARTITIONS[spec.name],
+                description="Every array has the size and SHA-256 recorded in manifest.json "
+                "(the function behind hrm-verify).",
+            ),
+        ]
+
+
+def arrays_consistent_result(tokenized_root: Path, folder: Path) -> dg.AssetCheckResult:
+    vocab_size = json.loads((tokenized_root / TOKENIZER_INFO_FILE).read_text("utf-8"))["vocab_size"]
+    report = check_tokenized_folder(folder, vocab_size)
+    return dg.AssetCheckResult(
+        check_name=ARRAYS_CONSISTENT,
+        passed=report.passed,
+        metadata={**report.figures, "problems": dg.MetadataValue.json(report.problems)},
     )
-    def arrays_consistent(
-        context: dg.AssetCheckExecutionContext, data_paths: DataPaths
-    ) -> dg.AssetCheckResult:
-        info_path = data_paths.tokenized_root / TOKENIZER_INFO_FILE
-        vocab_size = json.loads(info_path.read_text(encoding="utf-8"))["vocab_size"]
-        report = check_tokenized_folder(
-            data_paths.tokenized_root / context.partition_key, vocab_size
-        )
-        return dg.AssetCheckResult(
-            passed=report.passed,
-            metadata={**report.figures, "problems": dg.MetadataValue.json(report.problems)},
-        )
-
-    return arrays_consistent
 
 
-def manifest_check_result(report: VerifyReport) -> dg.AssetCheckResult:
+def manifest_check_result(
+    report: VerifyReport, check_name: str = MANIFEST_VALID
+) -> dg.AssetCheckResult:
     """The check result of a :func:`verify_folder` report (shared by tokenized and sampled)."""
     return dg.AssetCheckResult(
+        check_name=check_name,
         passed=report.ok,
         metadata={
             "path": dg.MetadataValue.path(str(report.folder)),
@@ -52,30 +73,8 @@ def manifest_check_result(report: VerifyReport) -> dg.AssetCheckResult:
     )
 
 
-def build_tokenized_manifest_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=tokenized_key(spec.name),
-        name="manifest_valid",
-        blocking=True,
-        partitions_def=TOKENIZED_PARTITIONS[spec.name],
-        description="Every array has the size and SHA-256 recorded in manifest.json "
-        "(the function behind hrm-verify).",
-    )
-    def manifest_valid(
-        context: dg.AssetCheckExecutionContext, data_paths: DataPaths
-    ) -> dg.AssetCheckResult:
-        return manifest_check_result(
-            verify_folder(data_paths.tokenized_root / context.partition_key)
-        )
-
-    return manifest_valid
-
-
-with warnings.catch_warnings():
-    # Partitioned asset checks are a Dagster preview; a per-file check is what we need.
-    warnings.simplefilter("ignore", dg.PreviewWarning)
-    TOKENIZED_CHECKS = [
-        check
-        for spec in SOURCES.values()
-        for check in (build_tokenized_check(spec), build_tokenized_manifest_check(spec))
+def tokenized_check_results(tokenized_root: Path, folder: Path) -> list[dg.AssetCheckResult]:
+    return [
+        arrays_consistent_result(tokenized_root, folder),
+        manifest_check_result(verify_folder(folder)),
     ]
