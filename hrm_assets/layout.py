@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 CLEANED_SUFFIXES = (".jsonl", ".parquet")
@@ -22,11 +23,12 @@ class CleanedFile:
     path: Path
     root: Path
 
-    @property
+    # Cached: a sensor tick matches every file against every source's outputs.
+    @cached_property
     def relative(self) -> str:
         return self.path.relative_to(self.root).as_posix()
 
-    @property
+    @cached_property
     def safe_name(self) -> str:
         return safe_name(self.relative)
 
