@@ -1,9 +1,10 @@
 """``manifest.json``: the size and SHA-256 of every array of an output folder.
 
 Tokenized folders get theirs from the Rust writer (``rust_tokenizer/src/output.rs``), sampled
-folders from :func:`write_manifest`; both write it into the staged folder before the atomic
-rename, so a folder in place always describes its own bytes. The format, identical from both
-writers (compact JSON, keys sorted, no timestamps, so equal arrays give equal bytes)::
+folders from the sampler, which hashes each array as it writes it (``hrm_assets.sampled_arrays``);
+both write it into the staged folder before the atomic rename, so a folder in place always
+describes its own bytes. The format, identical from both writers (compact JSON, keys sorted, no
+timestamps, so equal arrays give equal bytes)::
 
     {"files": {"<relative path>": {"sha256": "<hex>", "size": <bytes>}, ...},
      "format": "hrm-data-manifest/1"}
@@ -19,7 +20,6 @@ checks call it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,21 +63,6 @@ def manifest_bytes(manifest: dict) -> bytes:
     return json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8"
     )
-
-
-def write_manifest(folder: Path) -> dict:
-    """Write ``folder/manifest.json`` for its arrays, fsynced; return the manifest.
-
-    Meant for a staged folder that is renamed into place afterwards.
-    """
-    folder = Path(folder)
-    manifest = build_manifest(folder)
-    path = folder / MANIFEST_FILE
-    with open(path, "wb") as handle:
-        handle.write(manifest_bytes(manifest))
-        handle.flush()
-        os.fsync(handle.fileno())
-    return manifest
 
 
 def read_manifest(folder: Path) -> dict:
