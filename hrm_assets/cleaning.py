@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
+import resource
 import sys
 import time
 from collections import Counter
@@ -392,6 +394,16 @@ def source_code_version(spec: SourceSpec) -> str:
 # -- the cleaning run --------------------------------------------------------------------------
 
 
+def raise_open_files_limit() -> bool:
+    """Raise this process's soft limit of open files to its hard limit; False if it was there."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft * 4, 1 << 16)
+    if soft != resource.RLIM_INFINITY and soft >= target:
+        return False
+    resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return True
+
+
 class CleanedOutputs:
     """The writers of one cleaning run, opened on first use; all commit or none do."""
 
@@ -409,9 +421,24 @@ class CleanedOutputs:
 
     def writer(self, relative: str):
         if relative not in self.writers:
-            writer = open_writer(self.out_root / relative, self.fmt, self.batch_size, self.budget)
-            self.writers[relative] = self._stack.enter_context(writer)
+            path = self.out_root / relative
+            try:
+                opened = self._open(path)
+            except OSError as exc:
+                # Routed sources (FLAN: thousands of task files) hold a file per output.
+                if exc.errno != errno.EMFILE or not raise_open_files_limit():
+                    raise OSError(
+                        exc.errno,
+                        f"{path}: too many open files ({len(self.writers)} cleaned outputs "
+                        f"already open); raise the limit (ulimit -n)",
+                    ) from exc
+                opened = self._open(path)
+            self.writers[relative] = opened
         return self.writers[relative]
+
+    def _open(self, path: Path):
+        writer = open_writer(path, self.fmt, self.batch_size, self.budget)
+        return self._stack.enter_context(writer)
 
     def __exit__(self, *exc_info) -> bool:
         return self._stack.__exit__(*exc_info)

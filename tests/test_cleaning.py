@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -429,3 +431,37 @@ def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, 
     err = capsys.readouterr().err
     assert "error: gsm8k_train: cannot read raw part 'main'" in err
     assert "Traceback" not in err
+
+
+_MANY_OUTPUTS = """
+import resource, sys
+from pathlib import Path
+from hrm_assets.cleaning import CleanedOutputs
+soft, hard = (int(v) for v in sys.argv[2:4])
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+with CleanedOutputs(Path(sys.argv[1]), "parquet", 10) as outputs:
+    for number in range(300):
+        outputs.writer(f"flan/task_{number}.parquet").write(("direct", "q", "a"))
+print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+"""
+
+
+@pytest.mark.parametrize("hard", [128, 4096])
+def test_hundreds_of_routed_outputs_open_past_a_low_soft_limit(tmp_path, hard):
+    # FLAN keeps one writer per task file open; a default soft limit (often 1024) is raised to
+    # the hard limit, and past the hard limit the error names the file and says what to do.
+    run = subprocess.run(
+        [sys.executable, "-c", _MANY_OUTPUTS, str(tmp_path), "64", str(hard)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if hard == 4096:
+        assert run.returncode == 0, run.stderr
+        assert int(run.stdout) == 4096
+        assert len(list((tmp_path / "flan").glob("*.parquet"))) == 300
+    else:
+        assert run.returncode != 0
+        assert "too many open files (" in run.stderr and "raise the limit (ulimit -n)" in run.stderr
+        assert "flan/task_" in run.stderr
+        assert not (tmp_path / "flan").exists() or not list((tmp_path / "flan").iterdir())
