@@ -56,6 +56,7 @@ class Plan:
 
     factor: float
     tokenization_mb: float  # text at the largest size; the curve is 1/16, 1/4 and all of it
+    tokenization_repeats: int
     sampling_tokens: tuple[int, int, int]
     sampling_repeats: int
     cleaning_records: int  # at 1x; the curve is 1x, 3x, 10x
@@ -81,6 +82,7 @@ def plan(factor: float) -> Plan:
     return Plan(
         factor=factor,
         tokenization_mb=round(64 * factor, 3),
+        tokenization_repeats=2 if factor >= 0.5 else 1,
         sampling_tokens=curve([t * factor for t in (4e6, 16e6, 64e6)], 10_000),
         sampling_repeats=3 if factor >= 0.5 else 1,
         cleaning_records=max(50, round(20_000 * factor)),
@@ -321,7 +323,9 @@ def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
 def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     from bench.tokenization import PER_CORE_TARGET_MB, SPEEDUP_TARGET, run_tokenization_benchmark
 
-    figures = run_tokenization_benchmark(p.tokenization_mb, work_dir=work_dir, log=log)
+    figures = run_tokenization_benchmark(
+        p.tokenization_mb, repeats=p.tokenization_repeats, work_dir=work_dir, log=log
+    )
     top = figures["sizes"][-1]
     threads = figures["threads"]
     ratios = [
@@ -383,7 +387,9 @@ def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
         "rows in `../shared/real_raw`, split over JSONL and Parquet cleaned files, taken to the "
         "five arrays per file by the `tokenizers` package in data_io's configuration "
         "(`python`), the Rust core on the `tokenizers` crate (`reference`) and the Rust core's "
-        f"own encoder (`fast`), each in a fresh process on {threads} threads. Tokenizer: "
+        f"own encoder (`fast`), each in a fresh process on {threads} threads, "
+        f"{p.tokenization_repeats} time(s) per size, interleaved (the figure is the best run). "
+        "Tokenizer: "
         f"{figures['vocab_size']:,} ids, trained on {figures['train_megabytes']:.0f} MB of the "
         "corpus.\n\n"
         + figures["table"]
