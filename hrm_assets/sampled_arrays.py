@@ -112,8 +112,6 @@ def concatenate_tokens(
                 block_elements=COPY_BLOCK,
                 progress=bar.update if progress else None,
             )
-        except FileNotFoundError:
-            raise
-        except ValueError as exc:  # a source shorter than its header says
+        except ValueError as exc:  # a source shorter than its header says, or not integers
             raise TokenCopyError(str(exc)) from None
     return (-1 if max_id is None else max_id), {"sha256": sha256, "size": size}
