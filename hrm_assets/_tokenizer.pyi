@@ -92,7 +92,8 @@ def concatenate_token_arrays(
 
     ``sources`` are ``(path, numpy type string, element count, byte offset of the data)``.
     ``workers`` threads copy blocks of ``block_elements`` without the GIL while the calling
-    thread hashes them in file order; ``progress(elements)`` is called as blocks are hashed.
+    thread hashes them in file order; ``progress(elements)`` receives the elements hashed since
+    its last call, at most every 200 ms and once at the end.
     Returns ``(largest source value or None, SHA-256 hex of the file, its size in bytes)``.
     Raises ``ValueError`` for a source shorter than its header says or an unsupported type,
     ``OSError`` for IO.

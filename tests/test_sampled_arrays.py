@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from hrm_assets import sampled_arrays
+from hrm_assets import _tokenizer, sampled_arrays
 from hrm_assets.sampled_arrays import (
     TokenCopyError,
     TokenSource,
@@ -95,3 +95,20 @@ def test_a_source_shorter_than_its_header_names_the_file(tmp_path, monkeypatch):
     sources[1].path.write_bytes(data[: len(data) - 8])
     with pytest.raises(TokenCopyError, match=rf"{sources[1].path}: shorter than its header"):
         concatenate_tokens(tmp_path / "t.npy", sources, np.dtype(np.uint16))
+
+
+def test_progress_reports_add_up_to_every_element(tmp_path):
+    arrays = [np.arange(n, dtype="<u4") for n in (1000, 0, 37, 5000)]
+    sources = write_sources(tmp_path, arrays)
+    reported: list[int] = []
+    max_id, _, size = _tokenizer.concatenate_token_arrays(
+        str(tmp_path / "t.npy"),
+        npy_header(np.dtype(np.uint16), 6037),
+        [(str(s.path), s.dtype.str, s.count, s.data_offset) for s in sources],
+        "<u2",
+        workers=2,
+        block_elements=16,
+        progress=reported.append,
+    )
+    assert sum(reported) == 6037 and max_id == 4999
+    assert size == (tmp_path / "t.npy").stat().st_size

@@ -49,6 +49,9 @@ fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
     }
 }
 
+/// The shortest time between two progress reports to Python.
+const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Texts whose ids become Python lists between two offers of the GIL to other threads.
 const CONVERSION_CHUNK: usize = 256;
 
@@ -184,8 +187,8 @@ impl Encoder {
 
 /// Write `header`, then every source's elements cast to `dtype` (a numpy type string; low
 /// bits kept, as numpy's unsafe cast), into `destination`, fsynced. `sources` are
-/// `(path, numpy type string, element count, data offset)`. `progress(elements)` is called as
-/// blocks are hashed. Returns `(largest source value or None, sha256 hex, size in bytes)`.
+/// `(path, numpy type string, element count, data offset)`. `progress(elements)` receives the
+/// elements hashed since its last call, at most every 200 ms and once at the end. Returns `(largest source value or None, sha256 hex, size in bytes)`.
 #[pyfunction]
 #[pyo3(signature = (destination, header, sources, dtype, workers = 2, block_elements = 1 << 19, progress = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -214,16 +217,29 @@ fn concatenate_token_arrays(
     };
     let sources = parse(sources).map_err(|err| to_py_err(py, err))?;
     let target = IntType::parse(dtype).map_err(|err| to_py_err(py, err))?;
+    // Progress goes to Python at most every PROGRESS_INTERVAL: each call takes the GIL, which
+    // the caller's other threads are using meanwhile.
     let mut callback_error: Option<PyErr> = None;
+    let mut unreported = 0u64;
     let result = py.detach(|| {
+        let mut last_report = Instant::now();
         let mut report = |elements: u64| {
-            if let (Some(callback), None) = (&progress, &callback_error) {
+            unreported += elements;
+            if progress.is_none()
+                || callback_error.is_some()
+                || last_report.elapsed() < PROGRESS_INTERVAL
+            {
+                return;
+            }
+            if let Some(callback) = &progress {
                 Python::attach(|py| {
-                    if let Err(err) = callback.call1(py, (elements,)) {
+                    if let Err(err) = callback.call1(py, (unreported,)) {
                         callback_error = Some(err);
                     }
                 });
             }
+            unreported = 0;
+            last_report = Instant::now();
         };
         concatenate_tokens(
             &destination,
@@ -235,6 +251,11 @@ fn concatenate_token_arrays(
             &mut report,
         )
     });
+    if let (Some(callback), None, true) = (&progress, &callback_error, result.is_ok()) {
+        if unreported > 0 {
+            callback.call1(py, (unreported,))?;
+        }
+    }
     if let Some(err) = callback_error {
         return Err(err);
     }
