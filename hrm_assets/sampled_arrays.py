@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,10 @@ ManifestEntry = dict[str, int | str]
 
 class TokenCopyError(ValueError):
     """A task's ``tokens.npy`` cannot be copied; the message names the file."""
+
+
+class CopyStopped(Exception):
+    """The caller stopped :func:`concatenate_tokens` (see its ``stop``)."""
 
 
 def npy_header(dtype: np.dtype, length: int) -> bytes:
@@ -82,6 +87,7 @@ def concatenate_tokens(
     *,
     workers: int = 2,
     progress: bool = False,
+    stop: threading.Event | None = None,
 ) -> tuple[int, ManifestEntry]:
     """Write every source's tokens back to back into one ``.npy`` of ``dtype``, fsynced.
 
@@ -92,6 +98,8 @@ def concatenate_tokens(
     threads read, cast and write blocks of ``COPY_BLOCK`` elements at their offsets, two
     blocks each at most ahead of the thread that hashes them in file order from the same
     buffers. Memory stays a few MiB whatever the corpus, and the hash costs no second read.
+    Setting ``stop`` (from another thread) ends the copy early with :class:`CopyStopped`,
+    leaving ``destination`` unfinished.
     """
     dtype = np.dtype(dtype)
     total = sum(source.count for source in sources)
@@ -99,6 +107,12 @@ def concatenate_tokens(
     with tqdm(
         total=total, desc="Writing tokens", unit="tok", unit_scale=True, disable=not progress
     ) as bar:
+
+        def report(elements: int) -> None:
+            if stop is not None and stop.is_set():
+                raise CopyStopped(f"{destination}: the copy was stopped")
+            bar.update(elements)
+
         try:
             max_id, sha256, size = _tokenizer.concatenate_token_arrays(
                 str(destination),
@@ -110,7 +124,7 @@ def concatenate_tokens(
                 dtype.str,
                 workers=max(1, workers),
                 block_elements=COPY_BLOCK,
-                progress=bar.update if progress else None,
+                progress=report if progress or stop is not None else None,
             )
         except ValueError as exc:  # a source shorter than its header says, or not integers
             raise TokenCopyError(str(exc)) from None

@@ -40,6 +40,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -635,13 +636,14 @@ def sample_tokenized(
 ) -> SamplingResult:
     """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
 
-    Every input is read and checked before anything is written. The whole output is built in a
-    ``.tmp-`` sibling (with its ``manifest.json``) and renamed into place, replacing the
-    previous output only on success; a lock file ``.<name>.lock`` beside it keeps concurrent
-    runs apart, and its holder removes staged copies that killed runs left. ``progress`` shows tqdm
-    bars on stderr; ``warn`` receives each warning as it happens (they are also in
-    ``SamplingResult.warnings``). Raises :class:`SamplingError` on bad configuration or
-    inputs (or a concurrent run), ``OSError`` on I/O failure.
+    Configuration and headers are checked before anything is written; the spans are checked
+    while the tokens are already being copied. The whole output is built in a ``.tmp-``
+    sibling (with its ``manifest.json``) and renamed into place, replacing the previous output
+    only on success (a bad input removes the sibling); a lock file ``.<name>.lock`` beside it
+    keeps concurrent runs apart, and its holder removes staged copies that killed runs left.
+    ``progress`` shows tqdm bars on stderr; ``warn`` receives each warning as it happens (they
+    are also in ``SamplingResult.warnings``). Raises :class:`SamplingError` on bad
+    configuration or inputs (or a concurrent run), ``OSError`` on I/O failure.
     """
     warnings: list[str] = []
 
@@ -673,27 +675,21 @@ def sample_tokenized(
         )
     dtype = token_dtype(vocab_size)
 
-    # A context manager, so the bar ends its line even when a folder is rejected.
-    with tqdm(task_dirs, desc="Reading indices", disable=not progress) as bar:
-        loaded = [load_spans(task_dir) for task_dir in bar]
-    counts = [count for _, count in loaded]
-    reports, kept_spans = _task_reports(names, loaded, rules, config)
-    del loaded
-    if sum(report.rows_per_epoch for report in reports) == 0:
-        note("every epoch is empty: no task has rows left to sample (see the filtering stats)")
-
+    # Every tokens.npy header is checked before the copy starts.
+    sources = [
+        TokenSource(task_dir / TOKENS_FILE, *npy_layout(task_dir / TOKENS_FILE))
+        for task_dir in task_dirs
+    ]
     output = config.output_path.absolute()
     with _exclusive_output(output):
         # Staged or retired copies of this output can only be left by killed runs: every run
         # holds this lock while it has them.
         remove_leftovers(output)
-        sources = [
-            TokenSource(task_dir / TOKENS_FILE, *npy_layout(task_dir / TOKENS_FILE))
-            for task_dir in task_dirs
-        ]
         with atomic_directory(output) as staged, ThreadPoolExecutor(max_workers=1) as background:
             # The tokens are copied and hashed (by the Rust core, without the GIL) while the
-            # epochs are drawn: the epochs need only the spans.
+            # spans are read and checked and the epochs drawn, which need only the spans. A bad
+            # span file stops the copy, and the staged folder is removed.
+            stop = threading.Event()
             copying = background.submit(
                 concatenate_tokens,
                 staged / TOKENS_FILE,
@@ -701,10 +697,26 @@ def sample_tokenized(
                 dtype,
                 workers=copy_workers,
                 progress=progress,
+                stop=stop,
             )
-            epoch_tokens, total, draws, entries = _write_epochs(
-                staged, reports, kept_spans, config, progress
-            )
+            try:
+                # A context manager, so the bar ends its line even when a folder is rejected.
+                with tqdm(task_dirs, desc="Reading indices", disable=not progress) as bar:
+                    loaded = [load_spans(task_dir) for task_dir in bar]
+                counts = [count for _, count in loaded]
+                reports, kept_spans = _task_reports(names, loaded, rules, config)
+                del loaded
+                if sum(report.rows_per_epoch for report in reports) == 0:
+                    note(
+                        "every epoch is empty: no task has rows left to sample "
+                        "(see the filtering stats)"
+                    )
+                epoch_tokens, total, draws, entries = _write_epochs(
+                    staged, reports, kept_spans, config, progress
+                )
+            except BaseException:
+                stop.set()
+                raise
             try:
                 max_id, entries[TOKENS_FILE] = copying.result()
             except TokenCopyError as exc:

@@ -889,3 +889,33 @@ def test_out_of_vocabulary_ids_warn(tmp_path):
     result = sample_tokenized(config)
     assert any("does not fit uint16" in message for message in result.warnings)
     assert np.load(config.output_path / "tokens.npy")[0] == 70_000 % 65_536
+
+
+def test_a_bad_span_file_stops_the_token_copy_and_leaves_nothing(tmp_path, monkeypatch):
+    # The tokens are copied while the spans are read; a bad span file must stop that copy
+    # rather than wait for it, and leave neither an output nor a staged folder.
+    tasks = {f"t{i:02d}.jsonl": random_rows(i, 300, 60, 60) for i in range(8)}
+    tokenized = write_tokenized(tmp_path / "tok", tasks)
+    (tokenized / "t07.jsonl" / "inst_len.npy").write_bytes(b"garbage")
+    rules = write_rules(tmp_path / "rules.yaml", [])
+    monkeypatch.setattr(sampled_arrays, "COPY_BLOCK", 1)  # a slow copy: one token per block
+    ended: list[BaseException | None] = []
+    real_copy = sampling.concatenate_tokens
+
+    def watched_copy(*args, **kwargs):
+        try:
+            result = real_copy(*args, **kwargs)
+        except BaseException as exc:
+            ended.append(exc)
+            raise
+        ended.append(None)
+        return result
+
+    monkeypatch.setattr(sampling, "concatenate_tokens", watched_copy)
+    config = make_config(
+        tokenized_path=tokenized, output_path=tmp_path / "out", prefix_config_path=rules
+    )
+    with pytest.raises(SamplingError, match=r"t07.jsonl/inst_len.npy: not a readable .npy"):
+        sample_tokenized(config)
+    assert len(ended) == 1 and isinstance(ended[0], sampled_arrays.CopyStopped)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.yaml", "tok"]

@@ -252,7 +252,8 @@ fn copy_block(
 
 /// Write `header` and then every source's elements, cast to `target` (low bits kept, as numpy's
 /// unsafe cast does), into `destination`; fsync it and return its SHA-256, its size and the
-/// largest source value. `progress` receives the elements of each block once it is hashed.
+/// largest source value. `progress` receives the elements of each block once it is hashed and
+/// answers whether to go on: `false` stops the copy (an error; the file is left unfinished).
 pub fn concatenate_tokens(
     destination: &Path,
     header: &[u8],
@@ -260,7 +261,7 @@ pub fn concatenate_tokens(
     target: IntType,
     workers: usize,
     block_elements: usize,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Concatenated> {
     if target.big_endian {
         return Err(Error::Config(
@@ -309,7 +310,10 @@ pub fn concatenate_tokens(
                 Ok(Ok((out, max))) => {
                     hasher.update(&out);
                     max_id = max_id.max(max);
-                    progress(block.len);
+                    if !progress(block.len) {
+                        failure = Some(Error::Config("the copy was stopped".into()));
+                        break;
+                    }
                     // A reader that stopped early no longer takes buffers back.
                     let _ = returns[reader].send(out);
                 }
@@ -392,7 +396,10 @@ mod tests {
                 IntType::parse("<u2").unwrap(),
                 workers,
                 block,
-                &mut |elements| seen += elements,
+                &mut |elements| {
+                    seen += elements;
+                    true
+                },
             )
             .unwrap();
             let expected: Vec<u8> = [1u16, 70_001u32 as u16, 65_535, 3, u16::MAX, 5]
@@ -414,6 +421,30 @@ mod tests {
     }
 
     #[test]
+    fn the_caller_can_stop_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources: Vec<TokenSource> = (0..4)
+            .map(|i| write_source(dir.path(), &format!("s{i}"), "<u4", &[1; 4000]))
+            .collect();
+        let mut calls = 0;
+        let err = concatenate_tokens(
+            &dir.path().join("out.npy"),
+            b"",
+            &sources,
+            IntType::parse("<u2").unwrap(),
+            2,
+            10,
+            &mut |_| {
+                calls += 1;
+                calls < 3
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "the copy was stopped");
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
     fn a_short_source_is_named_and_nothing_hangs() {
         let dir = tempfile::tempdir().unwrap();
         let mut sources: Vec<TokenSource> = (0..5)
@@ -428,7 +459,7 @@ mod tests {
                 IntType::parse("<i4").unwrap(),
                 workers,
                 7,
-                &mut |_| {},
+                &mut |_| true,
             )
             .unwrap_err();
             assert_eq!(

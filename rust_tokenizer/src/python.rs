@@ -188,7 +188,8 @@ impl Encoder {
 /// Write `header`, then every source's elements cast to `dtype` (a numpy type string; low
 /// bits kept, as numpy's unsafe cast), into `destination`, fsynced. `sources` are
 /// `(path, numpy type string, element count, data offset)`. `progress(elements)` receives the
-/// elements hashed since its last call, at most every 200 ms and once at the end. Returns `(largest source value or None, sha256 hex, size in bytes)`.
+/// elements hashed since its last call, at most every 200 ms and once at the end; an exception
+/// it raises stops the copy and propagates. Returns `(largest source value or None, sha256 hex, size in bytes)`.
 #[pyfunction]
 #[pyo3(signature = (destination, header, sources, dtype, workers = 2, block_elements = 1 << 19, progress = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -225,21 +226,17 @@ fn concatenate_token_arrays(
         let mut last_report = Instant::now();
         let mut report = |elements: u64| {
             unreported += elements;
-            if progress.is_none()
-                || callback_error.is_some()
-                || last_report.elapsed() < PROGRESS_INTERVAL
-            {
-                return;
+            let Some(callback) = &progress else {
+                return true;
+            };
+            if last_report.elapsed() < PROGRESS_INTERVAL {
+                return true;
             }
-            if let Some(callback) = &progress {
-                Python::attach(|py| {
-                    if let Err(err) = callback.call1(py, (unreported,)) {
-                        callback_error = Some(err);
-                    }
-                });
-            }
+            // An exception in the callback stops the copy and is raised to the caller.
+            callback_error = Python::attach(|py| callback.call1(py, (unreported,)).err());
             unreported = 0;
             last_report = Instant::now();
+            callback_error.is_none()
         };
         concatenate_tokens(
             &destination,
