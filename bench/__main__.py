@@ -321,7 +321,12 @@ def dagster_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
 
 
 def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
-    from bench.tokenization import PER_CORE_TARGET_MB, SPEEDUP_TARGET, run_tokenization_benchmark
+    from bench.tokenization import (
+        FAST_MIN_REPEATS,
+        PER_CORE_TARGET_MB,
+        SPEEDUP_TARGET,
+        run_tokenization_benchmark,
+    )
 
     figures = run_tokenization_benchmark(
         p.tokenization_mb, repeats=p.tokenization_repeats, work_dir=work_dir, log=log
@@ -388,7 +393,8 @@ def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
         "five arrays per file by the `tokenizers` package in data_io's configuration "
         "(`python`), the Rust core on the `tokenizers` crate (`reference`) and the Rust core's "
         f"own encoder (`fast`), each in a fresh process on {threads} threads, "
-        f"{p.tokenization_repeats} time(s) per size, interleaved (the figure is the best run). "
+        f"{p.tokenization_repeats} time(s) per size, interleaved, and the fast engine (runs of "
+        f"about a second) at least {FAST_MIN_REPEATS} times; the figure is each method's best run. "
         "Tokenizer: "
         f"{figures['vocab_size']:,} ids, trained on {figures['train_megabytes']:.0f} MB of the "
         "corpus.\n\n"
