@@ -46,6 +46,7 @@ import pydantic
 import yaml
 
 from bench.measure import measured, run_child
+from hrm_assets.npy_files import npy_layout
 from hrm_assets.prefix_config import load_prefix_rules, rule_for
 from hrm_assets.sampling import (
     filter_rows,
@@ -361,18 +362,6 @@ def sample_like_data_io(
 BOUND_BLOCK = 1 << 20  # elements per read
 
 
-def _npy_header(path: Path) -> tuple[np.dtype, int, int]:
-    """(dtype, length, data offset) of a 1-D ``.npy`` file."""
-    with open(path, "rb") as handle:
-        version = np.lib.format.read_magic(handle)
-        read = {
-            (1, 0): np.lib.format.read_array_header_1_0,
-            (2, 0): np.lib.format.read_array_header_2_0,
-        }[version]
-        shape, _, dtype = read(handle)
-        return dtype, shape[0], handle.tell()
-
-
 class _Buffers(threading.local):
     def __init__(self) -> None:
         self.arrays: dict[np.dtype, np.ndarray] = {}
@@ -386,7 +375,7 @@ class _Buffers(threading.local):
 def _copy_tokens(fd: int, base: int, dtype: np.dtype, buffers: _Buffers, task: tuple) -> None:
     """Read one task's tokens block by block, cast each block, write it at its place."""
     path, first = task
-    source_dtype, count, offset = _npy_header(path)
+    source_dtype, count, offset = npy_layout(path)
     with open(path, "rb", buffering=0) as source:
         source.seek(offset)
         for start in range(0, count, BOUND_BLOCK):
@@ -410,7 +399,7 @@ def copy_bound(
     tokenized, output = Path(tokenized), Path(output)
     dtype = token_dtype(load_tokenizer_info(tokenized).get("vocab_size"))
     paths = [p / "tokens.npy" for p in sorted(tokenized.iterdir()) if p.is_dir()]
-    counts = [_npy_header(path)[1] for path in paths]
+    counts = [npy_layout(path)[1] for path in paths]
     firsts = np.cumsum([0] + counts).tolist()
     output.mkdir(parents=True)
     destination = output / "tokens.npy"

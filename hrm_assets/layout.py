@@ -13,6 +13,11 @@ class LayoutError(ValueError):
     """The cleaned tree cannot be mapped to tokenized folders unambiguously."""
 
 
+def is_hidden(relative_path: str | Path) -> bool:
+    """True for a path with a part starting with ``.`` (``.tmp-*`` leftovers, build records)."""
+    return any(part.startswith(".") for part in Path(relative_path).parts)
+
+
 def safe_name(relative_path: str | Path) -> str:
     """data_io's folder name for a cleaned file: its relative path with ``/`` turned into ``__``."""
     return Path(relative_path).as_posix().replace("/", "__")
@@ -47,8 +52,7 @@ def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
         if not root.is_dir():
             raise LayoutError(f"{root}: not a directory")
         for path in sorted(root.rglob("*")):
-            rel_parts = path.relative_to(root).parts
-            if any(part.startswith(".") for part in rel_parts):
+            if is_hidden(path.relative_to(root)):
                 continue
             if not path.is_file() or path.suffix not in CLEANED_SUFFIXES:
                 continue

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from hrm_assets import _tokenizer
 from hrm_assets.hashing import file_sha256
+from hrm_assets.layout import is_hidden
 
 MANIFEST_FILE: str = _tokenizer.MANIFEST_FILE
 MANIFEST_FORMAT: str = _tokenizer.MANIFEST_FORMAT
@@ -41,7 +42,7 @@ def array_files(folder: Path) -> list[str]:
     found = []
     for path in folder.rglob(f"*{ARRAY_SUFFIX}"):
         relative = path.relative_to(folder)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+        if path.is_file() and not is_hidden(relative):
             found.append(relative.as_posix())
     return sorted(found)
 

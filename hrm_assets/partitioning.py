@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hrm_assets.layout import CleanedFile, LayoutError, safe_name
+from hrm_assets.layout import CleanedFile, LayoutError, is_hidden, safe_name
 from hrm_assets.sources import SourceSpec
 
 
@@ -27,8 +27,7 @@ def files_of_source(
         scanned = [
             CleanedFile(path=path, root=cleaned_root)
             for path in candidates
-            if path.is_file()
-            and not any(part.startswith(".") for part in path.relative_to(cleaned_root).parts)
+            if path.is_file() and not is_hidden(path.relative_to(cleaned_root))
         ]
     found = [item for item in scanned if spec.writes(item.relative)]
     return sorted(found, key=lambda item: item.safe_name)
@@ -64,8 +63,7 @@ def partition_file(spec: SourceSpec, cleaned_root: Path, name: str) -> CleanedFi
     present = [
         CleanedFile(path=cleaned_root / relative, root=cleaned_root)
         for relative in relative_paths_for(name)
-        if not any(part.startswith(".") for part in relative.split("/"))
-        and (cleaned_root / relative).is_file()
+        if not is_hidden(relative) and (cleaned_root / relative).is_file()
     ]
     if len(present) > 1:
         raise LayoutError(

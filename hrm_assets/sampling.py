@@ -363,15 +363,17 @@ def token_count(task_dir: Path) -> int:
     return npy_layout(Path(task_dir) / TOKENS_FILE)[1]
 
 
-def load_spans(task_dir: Path) -> tuple[Spans, int]:
-    """Read and check one task's spans; returns them as int64 and the task's token count.
+def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
+    """Read and check one task's spans; returns them as int64 and the task's token count
+    (``count`` when the caller has read it from the ``tokens.npy`` header already).
 
     Errors (:class:`SamplingError`) name the file: a missing or non-integer array, arrays of
     different lengths, negative values, a span past the end of ``tokens.npy``, or a
     ``tokens.npy`` whose length is not the sum of all instruction and response lengths.
     """
     task_dir = Path(task_dir)
-    count = token_count(task_dir)
+    if count is None:
+        count = token_count(task_dir)
     arrays = {}
     for name in SPAN_FIELDS:
         path = task_dir / f"{name}.npy"
@@ -702,7 +704,10 @@ def sample_tokenized(
             try:
                 # A context manager, so the bar ends its line even when a folder is rejected.
                 with tqdm(task_dirs, desc="Reading indices", disable=not progress) as bar:
-                    loaded = [load_spans(task_dir) for task_dir in bar]
+                    loaded = [
+                        load_spans(task_dir, source.count)
+                        for task_dir, source in zip(bar, sources, strict=True)
+                    ]
                 counts = [count for _, count in loaded]
                 reports, kept_spans = _task_reports(names, loaded, rules, config)
                 del loaded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
 
 import numpy as np
 import pytest
@@ -112,3 +113,28 @@ def test_progress_reports_add_up_to_every_element(tmp_path):
     )
     assert sum(reported) == 6037 and max_id == 4999
     assert size == (tmp_path / "t.npy").stat().st_size
+
+
+def test_an_exception_in_the_progress_callback_propagates(tmp_path):
+    sources = write_sources(tmp_path, [np.arange(3000, dtype="<u4")])
+
+    def failing(elements: int) -> None:
+        raise RuntimeError(f"no more after {elements}")
+
+    with pytest.raises(RuntimeError, match="no more after"):
+        _tokenizer.concatenate_token_arrays(
+            str(tmp_path / "t.npy"),
+            npy_header(np.dtype(np.uint16), 3000),
+            [(str(s.path), s.dtype.str, s.count, s.data_offset) for s in sources],
+            "<u2",
+            block_elements=7,
+            progress=failing,
+        )
+
+
+def test_setting_stop_raises_copy_stopped(tmp_path):
+    sources = write_sources(tmp_path, [np.arange(100, dtype="<u4")])
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(sampled_arrays.CopyStopped, match="the copy was stopped"):
+        concatenate_tokens(tmp_path / "t.npy", sources, np.dtype(np.uint16), stop=stop)

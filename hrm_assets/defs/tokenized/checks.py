@@ -23,27 +23,26 @@ ARRAYS_CONSISTENT = "arrays_consistent"
 MANIFEST_VALID = "manifest_valid"
 
 
+_DESCRIPTIONS = {
+    ARRAYS_CONSISTENT: "Spans inside tokens.npy, ids below the vocab size, row counts as recorded.",
+    MANIFEST_VALID: "Every array has the size and SHA-256 recorded in manifest.json (the "
+    "function behind hrm-verify).",
+}
+
+
 def tokenized_check_specs(spec: SourceSpec) -> list[dg.AssetCheckSpec]:
     with warnings.catch_warnings():
         # Partitioned asset checks are a Dagster preview; a per-file check is what we need.
         warnings.simplefilter("ignore", dg.PreviewWarning)
         return [
             dg.AssetCheckSpec(
-                ARRAYS_CONSISTENT,
+                name,
                 asset=tokenized_key(spec.name),
                 blocking=True,
                 partitions_def=TOKENIZED_PARTITIONS[spec.name],
-                description="Spans inside tokens.npy, ids below the vocab size, row counts as "
-                "recorded.",
-            ),
-            dg.AssetCheckSpec(
-                MANIFEST_VALID,
-                asset=tokenized_key(spec.name),
-                blocking=True,
-                partitions_def=TOKENIZED_PARTITIONS[spec.name],
-                description="Every array has the size and SHA-256 recorded in manifest.json "
-                "(the function behind hrm-verify).",
-            ),
+                description=description,
+            )
+            for name, description in _DESCRIPTIONS.items()
         ]
 
 
