@@ -41,7 +41,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -58,6 +58,7 @@ from hrm_assets.atomic import (
     lock_path_for,
     remove_leftovers,
 )
+from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers
 from hrm_assets.npy_files import npy_layout as read_npy_layout
@@ -73,7 +74,6 @@ from hrm_assets.sampled_arrays import (
     TokenCopyError,
     TokenSource,
     concatenate_tokens,
-    save_npy,
 )
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
@@ -420,27 +420,6 @@ def _fsync_file(path: Path) -> None:
 # --------------------------------------------------------------------------- sampling
 
 
-class _RowCursor:
-    """A task's walk through successive permutations of its rows, shared across epochs."""
-
-    def __init__(self, rows: int):
-        self.rows = rows
-        self.permutation: np.ndarray | None = None
-        self.position = 0
-
-    def take(self, rng: np.random.Generator, count: int) -> Iterator[np.ndarray]:
-        """Yield row indices, ``count`` in all; a new permutation is drawn only when needed."""
-        remaining = count
-        while remaining > 0:
-            if self.permutation is None or self.position >= len(self.permutation):
-                self.permutation = rng.permutation(self.rows)
-                self.position = 0
-            step = min(len(self.permutation) - self.position, remaining)
-            yield self.permutation[self.position : self.position + step]
-            self.position += step
-            remaining -= step
-
-
 def _check_output_path(config: SamplingConfig) -> None:
     """Refuse to replace a folder that is not a sampled output, or to nest in the inputs."""
     output = config.output_path.absolute()
@@ -578,55 +557,30 @@ def _write_epochs(
     config: SamplingConfig,
     progress: bool,
 ) -> tuple[list[int], np.int64, list[np.ndarray], dict[str, ManifestEntry]]:
-    """Draw and write every epoch; returns tokens per epoch, their int64 total, draw counts
-    and the manifest entry of each array written (by its path relative to ``staged``).
-
-    One Philox generator, used in data_io's order: per epoch, each task in order draws a new
-    permutation of its rows only when it needs rows and its current one is used up; then the
-    epoch's rows are shuffled with one more permutation.
-    """
-    # Every kept row in one table, a line per field: an epoch is then one array of table rows,
-    # shuffled once and gathered once for all four fields.
-    table = np.empty((len(SPAN_FIELDS), sum(len(spans) for spans in kept_spans)), dtype=np.int64)
-    for line, name in zip(table, SPAN_FIELDS, strict=True):
-        np.concatenate([getattr(spans, name) for spans in kept_spans], out=line)
-    lengths = table[SPAN_FIELDS.index("inst_len")] + table[SPAN_FIELDS.index("resp_len")]
-    bases = np.cumsum([0] + [len(spans) for spans in kept_spans]).tolist()
-    epoch_size = sum(report.rows_per_epoch for report in reports)
-    picked = np.empty(epoch_size, dtype=np.int64)
-    shuffled = np.empty(epoch_size, dtype=np.int64)
-    columns = np.empty((len(SPAN_FIELDS), epoch_size), dtype=np.int64)
-    cursors = [_RowCursor(len(spans)) for spans in kept_spans]
-    hits = np.zeros(len(lengths), dtype=np.int64)
-    rng = np.random.Generator(np.random.Philox(config.seed))
-    total = np.int64(0)
-    epoch_tokens: list[int] = []
-    entries: dict[str, ManifestEntry] = {}
+    """Draw and write every epoch (:mod:`hrm_assets.epoch_draw`); returns tokens per epoch,
+    their int64 total, each task's draw counts per kept row and the manifest entry of each
+    array written (by its path relative to ``staged``)."""
+    fields = {
+        name: np.concatenate([getattr(spans, name) for spans in kept_spans]) for name in SPAN_FIELDS
+    }
+    tasks = [
+        (len(spans), report.rows_per_epoch)
+        for report, spans in zip(reports, kept_spans, strict=True)
+    ]
     with tqdm(total=config.epochs, desc="Generating epoch indices", disable=not progress) as bar:
-        for epoch in range(config.epochs):
-            filled = 0
-            for report, base, cursor in zip(reports, bases, cursors, strict=False):
-                for rows in cursor.take(rng, report.rows_per_epoch):
-                    end = filled + len(rows)
-                    np.add(rows, base, out=picked[filled:end])
-                    filled = end
-            # A row can come up twice in one epoch (repeat, or a new permutation): count each.
-            drawn = np.bincount(picked[:filled], minlength=len(lengths))
-            hits += drawn
-            tokens = np.dot(drawn, lengths)
-            total += tokens
-            epoch_tokens.append(int(tokens))
-            order = rng.permutation(filled)
-            np.take(picked[:filled], order, out=shuffled[:filled])
-            epoch_dir = staged / f"epoch_{epoch}"
-            epoch_dir.mkdir()
-            np.take(table, shuffled[:filled], axis=1, out=columns[:, :filled])
-            for name, column in zip(SPAN_FIELDS, columns, strict=True):
-                relative = f"{epoch_dir.name}/{name}.npy"
-                entries[relative] = save_npy(staged / relative, column[:filled])
-            bar.update(1)
-    draws = [hits[start:stop] for start, stop in zip(bases, bases[1:], strict=False)]
-    return epoch_tokens, total, draws, entries
+        draws = draw_epochs(
+            staged,
+            fields,
+            fields["inst_len"] + fields["resp_len"],
+            tasks,
+            config.epochs,
+            config.seed,
+            progress=(lambda: bar.update(1)) if progress else None,
+        )
+    total = np.array(draws.tokens, dtype=np.int64).sum(dtype=np.int64)
+    bases = np.cumsum([0] + [rows for rows, _ in tasks]).tolist()
+    counts = [draws.hits[start:stop] for start, stop in zip(bases, bases[1:], strict=False)]
+    return draws.tokens, total, counts, draws.entries
 
 
 def sample_tokenized(

@@ -20,7 +20,7 @@ from test_sampling import (
     write_tokenized,
 )
 
-from hrm_assets import sample, settings
+from hrm_assets import sample, sampling, settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -165,11 +165,15 @@ def test_bad_data_exit_1(inputs, capsys, kind, message):
 
 def test_io_error_is_one_line(inputs, capsys, monkeypatch):
     tmp_path, tokenized, rules = inputs
+    real_draw = sampling.draw_epochs
 
-    def full_disk(path, array):
-        raise OSError(28, "No space left on device", str(path))
+    def draw_onto_full_disk(staged, *args, **kwargs):
+        def full_disk() -> None:
+            raise OSError(28, "No space left on device", str(staged / "epoch_0"))
 
-    monkeypatch.setattr("hrm_assets.sampling.save_npy", full_disk)
+        return real_draw(staged, *args, **{**kwargs, "progress": full_disk})
+
+    monkeypatch.setattr(sampling, "draw_epochs", draw_onto_full_disk)
     status, out, err = run_main(
         capsys,
         f"tokenized_path={tokenized}",

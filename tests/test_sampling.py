@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hrm_assets import sampled_arrays, sampling
+from hrm_assets import epoch_draw, sampled_arrays, sampling
 from hrm_assets.analytics import (
     category_records,
     epoch_records,
@@ -352,8 +352,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("engine", ["rust", "numpy"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_byte_identical_to_reference(tmp_path, case):
+def test_byte_identical_to_reference(tmp_path, monkeypatch, case, engine):
+    # The Rust epoch draw, and numpy's (used when the Rust one does not reproduce this numpy).
+    if engine == "numpy":
+        monkeypatch.setattr(epoch_draw, "rust_draw_matches_numpy", lambda: False)
     tasks, rules, vocab, kwargs = CASES[case]
     run_both(tmp_path, tasks, rules, vocab, **kwargs)
 
@@ -590,7 +594,8 @@ def test_resampling_with_fewer_epochs_removes_stale_epochs(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_failed_run_leaves_previous_output_intact(tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine", ["rust", "numpy"])
+def test_failed_run_leaves_previous_output_intact(tmp_path, monkeypatch, engine):
     tokenized = write_tokenized(tmp_path / "tok", MIXED)
     rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
     out = tmp_path / "sampled"
@@ -598,17 +603,26 @@ def test_failed_run_leaves_previous_output_intact(tmp_path, monkeypatch):
     sample_tokenized(make_config(**base, epochs=2))
     before = tree_bytes(out)
 
-    calls = []
+    # The disk fills up after the second epoch's arrays are written.
+    epochs_done = []
 
-    def failing_save(path, array):
-        calls.append(path)
-        if len(calls) == 6:
-            raise OSError(28, "No space left on device", str(path))
-        np.save(path, array)
+    def disk_full() -> None:
+        epochs_done.append(1)
+        if len(epochs_done) == 2:
+            raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(sampling, "save_npy", failing_save)
+    real_draw = epoch_draw.draw_epochs
+
+    def draw_until_full(*args, **kwargs):
+        kwargs["progress"] = disk_full
+        return real_draw(*args, **kwargs)
+
+    monkeypatch.setattr(sampling, "draw_epochs", draw_until_full)
+    if engine == "numpy":
+        monkeypatch.setattr(epoch_draw, "rust_draw_matches_numpy", lambda: False)
     with pytest.raises(OSError, match="No space left"):
         sample_tokenized(make_config(**base, epochs=4, seed=9))
+    assert len(epochs_done) == 2
     assert tree_bytes(out) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 

@@ -16,6 +16,7 @@ use std::thread;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
+use crate::npy::hex_digest;
 
 /// A 1-D integer element type as numpy describes it (`<u4`, `|u1`, `>i8`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,11 +337,7 @@ pub fn concatenate_tokens(
     let total: u64 = sources.iter().map(|source| source.count).sum();
     Ok(Concatenated {
         max_id,
-        sha256: hasher
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect(),
+        sha256: hex_digest(hasher),
         size: header.len() as u64 + total * target.size as u64,
     })
 }

@@ -5,11 +5,13 @@
 
 pub mod concat;
 pub mod encode;
+pub mod epochs;
 pub mod error;
 mod fast;
 pub mod framing;
 pub mod npy;
 pub mod output;
+pub mod philox;
 pub mod reader;
 
 #[cfg(feature = "pyo3")]

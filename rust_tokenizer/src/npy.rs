@@ -5,10 +5,13 @@
 //! writer can put a placeholder header first, stream the data, and patch the length in at the
 //! end without moving anything: arrays never have to fit in memory.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
 
 use crate::error::{IoContext, Result};
 
@@ -36,6 +39,17 @@ impl NpyElement for u32 {
 
 impl NpyElement for u64 {
     const DESCR: &'static str = "<u8";
+    const SIZE: usize = 8;
+    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+        out.reserve(values.len() * Self::SIZE);
+        for value in values {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+}
+
+impl NpyElement for i64 {
+    const DESCR: &'static str = "<i8";
     const SIZE: usize = 8;
     fn extend_le(values: &[Self], out: &mut Vec<u8>) {
         out.reserve(values.len() * Self::SIZE);
@@ -120,6 +134,45 @@ pub fn write_npy<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
     writer.finish().map(|_| ())
 }
 
+/// The little-endian bytes of `values`: the values' own memory on a little-endian machine.
+fn le_bytes<T: NpyElement>(values: &[T]) -> Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: the elements are plain integers (no padding), so their memory is
+        // `len * SIZE` initialised bytes, borrowed for as long as `values` is.
+        Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        })
+    } else {
+        let mut out = Vec::new();
+        T::extend_le(values, &mut out);
+        Cow::Owned(out)
+    }
+}
+
+/// Lowercase hex of a finished SHA-256.
+pub fn hex_digest(hasher: Sha256) -> String {
+    hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Write a whole array as `numpy.save` does, fsync it, and return its size in bytes and the
+/// SHA-256 of those bytes, hashed from memory (no second read of the file).
+pub fn write_npy_hashed<T: NpyElement>(path: &Path, values: &[T]) -> Result<(u64, String)> {
+    let head = header(T::DESCR, values.len() as u64);
+    let data = le_bytes(values);
+    let mut hasher = Sha256::new();
+    hasher.update(head);
+    hasher.update(&data);
+    let mut file = File::create(path).at(path)?;
+    file.write_all(&head).at(path)?;
+    file.write_all(&data).at(path)?;
+    file.sync_all().at(path)?;
+    Ok(((head.len() + data.len()) as u64, hex_digest(hasher)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +209,18 @@ mod tests {
             .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
             .collect();
         assert_eq!(data, [1, 2, u64::MAX]);
+    }
+
+    #[test]
+    fn hashed_writer_hashes_the_bytes_it_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.npy");
+        let (size, sha256) = write_npy_hashed::<i64>(&path, &[-1, 0, i64::MAX]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(size, bytes.len() as u64);
+        assert_eq!(&bytes[..HEADER_LEN], &header("<i8", 3));
+        assert_eq!(&bytes[HEADER_LEN..HEADER_LEN + 8], &(-1i64).to_le_bytes());
+        assert_eq!(sha256, hex_digest(Sha256::new_with_prefix(&bytes)));
     }
 
     #[test]

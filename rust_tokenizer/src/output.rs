@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
 use crate::error::{Error, IoContext, Result};
-use crate::npy::NpyWriter;
+use crate::npy::{hex_digest, NpyWriter};
 
 pub const TMP_PREFIX: &str = ".tmp-";
 /// Present in every folder this tool writes; only such folders are ever pruned.
@@ -200,12 +200,7 @@ pub fn file_digest(path: &Path) -> Result<(u64, String)> {
         hasher.update(&buffer[..read]);
         size += read as u64;
     }
-    let hex = hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    Ok((size, hex))
+    Ok((size, hex_digest(hasher)))
 }
 
 /// The bytes of `manifest.json` for the files `names` of `dir` (hashed in parallel on the

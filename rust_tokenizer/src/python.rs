@@ -10,17 +10,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::concat::{concatenate_tokens, IntType, TokenSource};
 use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
+use crate::epochs::{write_epochs, RowTable, TaskRows};
 use crate::error::Error;
 use crate::framing::FramingSpec;
 use crate::output::{
     tokenize_to_folder, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, OWNER_MARKER,
 };
+use crate::philox::{Philox, PhiloxState};
 
 fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
     let message = err.to_string();
@@ -41,10 +44,22 @@ fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             }
         }
         Error::File { .. } | Error::Config(_) => PyValueError::new_err(message),
-        Error::Io { source, .. } => match source.kind() {
-            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
-            _ => PyOSError::new_err(message),
+        Error::Io { path, source } => match source.raw_os_error() {
+            // OSError(errno, strerror, filename), as Python's own IO raises it: the subclass
+            // follows errno (FileNotFoundError, ...) and `filename` names the file.
+            Some(code) => {
+                let strerror = py
+                    .import("os")
+                    .and_then(|os| os.call_method1("strerror", (code,)))
+                    .and_then(|text| text.extract::<String>())
+                    .unwrap_or_else(|_| source.to_string());
+                PyOSError::new_err((code, strerror, path.display().to_string()))
+            }
+            None => match source.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                _ => PyOSError::new_err(message),
+            },
         },
     }
 }
@@ -260,10 +275,129 @@ fn concatenate_token_arrays(
     Ok((done.max_id, done.sha256, done.size))
 }
 
+/// numpy's `Philox.state` as plain values: `(counter, key, buffer, buffer_pos, has_uint32,
+/// uinteger)`.
+type PhiloxTuple = ([u64; 4], [u64; 2], [u64; 4], usize, bool, u32);
+
+fn philox_from(state: PhiloxTuple) -> PyResult<Philox> {
+    let (counter, key, buffer, buffer_pos, has_uint32, uinteger) = state;
+    if buffer_pos > 4 {
+        return Err(PyValueError::new_err(format!(
+            "Philox buffer_pos must be at most 4, not {buffer_pos}"
+        )));
+    }
+    Ok(Philox::from_state(PhiloxState {
+        counter,
+        key,
+        buffer,
+        buffer_pos,
+        has_uint32,
+        uinteger,
+    }))
+}
+
+fn philox_tuple(rng: &Philox) -> PhiloxTuple {
+    let state = rng.state();
+    (
+        state.counter,
+        state.key,
+        state.buffer,
+        state.buffer_pos,
+        state.has_uint32,
+        state.uinteger,
+    )
+}
+
+/// `Generator(Philox).permutation(n)` from numpy's Philox state; returns the permutation and
+/// the state after it.
+#[pyfunction]
+fn philox_permutation(state: PhiloxTuple, n: usize) -> PyResult<(Vec<u64>, PhiloxTuple)> {
+    let mut rng = philox_from(state)?;
+    let permutation = rng.permutation(n);
+    Ok((permutation, philox_tuple(&rng)))
+}
+
+/// The memory of a C-contiguous int64 array, borrowed for as long as `buffer` is held.
+fn int64_slice<'a>(buffer: &'a PyBuffer<i64>, name: &str) -> PyResult<&'a [i64]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be C-contiguous"
+        )));
+    }
+    // SAFETY: PyBuffer checked the element type and alignment; the buffer keeps the memory
+    // alive, and the caller does not change these arrays while the call runs.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
+}
+
+/// Draw `epochs` epochs as data_io does (`rust_tokenizer/src/epochs.rs`) from numpy's Philox
+/// state, and write `output_dir/epoch_<n>/<field>.npy` (int64, fsynced) for each
+/// `(field, values)` of `fields`, every array one value per kept row. `lengths` are the rows'
+/// tokens; `tasks` are `(rows, rows_per_epoch)` in table order; `hits` (int64, writable) gets
+/// each row's draw count added. `progress()` is called after each epoch; an exception it raises
+/// stops the draw. Returns `(tokens per epoch, [(relative path, size, sha256)], Philox state)`.
+#[pyfunction]
+#[pyo3(signature = (output_dir, fields, lengths, tasks, epochs, state, hits, progress = None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn write_epoch_arrays(
+    py: Python<'_>,
+    output_dir: PathBuf,
+    fields: Vec<(String, PyBuffer<i64>)>,
+    lengths: PyBuffer<i64>,
+    tasks: Vec<(u64, u64)>,
+    epochs: usize,
+    state: PhiloxTuple,
+    hits: PyBuffer<i64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Vec<i64>, Vec<(String, u64, String)>, PhiloxTuple)> {
+    let mut rng = philox_from(state)?;
+    let columns = fields
+        .iter()
+        .map(|(name, values)| Ok((name.as_str(), int64_slice(values, name)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let tasks: Vec<TaskRows> = tasks
+        .into_iter()
+        .map(|(rows, per_epoch)| TaskRows { rows, per_epoch })
+        .collect();
+    let table = RowTable {
+        fields: columns,
+        lengths: int64_slice(&lengths, "lengths")?,
+        tasks: &tasks,
+    };
+    if hits.readonly() {
+        return Err(PyValueError::new_err("hits must be writable"));
+    }
+    let hits_len = int64_slice(&hits, "hits")?.len();
+    // SAFETY: as in `int64_slice`; `hits` is writable and is no other argument's memory.
+    let hits = unsafe { std::slice::from_raw_parts_mut(hits.buf_ptr().cast::<i64>(), hits_len) };
+    let mut callback_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut report = || {
+            let Some(callback) = &progress else {
+                return true;
+            };
+            callback_error = Python::attach(|py| callback.call0(py).err());
+            callback_error.is_none()
+        };
+        write_epochs(&output_dir, &table, epochs, &mut rng, hits, &mut report)
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    let done = result.map_err(|err| to_py_err(py, err))?;
+    let written = done
+        .written
+        .into_iter()
+        .map(|array| (array.relative, array.size, array.sha256))
+        .collect();
+    Ok((done.tokens, written, philox_tuple(&rng)))
+}
+
 #[pymodule]
 fn _tokenizer(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Encoder>()?;
     module.add_function(wrap_pyfunction!(concatenate_token_arrays, module)?)?;
+    module.add_function(wrap_pyfunction!(philox_permutation, module)?)?;
+    module.add_function(wrap_pyfunction!(write_epoch_arrays, module)?)?;
     module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
     module.add("OWNER_MARKER", OWNER_MARKER)?;
     module.add("METADATA_FILE", METADATA_FILE)?;

@@ -1,0 +1,230 @@
+//! numpy's `Philox` bit generator (Philox4x64-10) and its `Generator.permutation`, draw for
+//! draw: the same state gives the same permutations and leaves the same state behind.
+//!
+//! The sampler's epochs must be the ones data_io draws with `numpy.random.Generator(Philox(seed))`.
+//! The state crosses over from numpy (`bit_generator.state`) and goes back afterwards, so
+//! either side can carry on drawing. numpy does not promise its `Generator` streams across
+//! releases (NEP 19), so the Python side checks these permutations against numpy's own before
+//! using them (`hrm_assets.epoch_draw`).
+
+/// Philox4x64's round multipliers and key increments (Salmon et al., Random123).
+const MULTIPLIERS: [u64; 2] = [0xD2E7_470E_E14C_6C93, 0xCA5A_8263_9512_1157];
+const KEY_STEPS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0xBB67_AE85_84CA_A73B];
+const ROUNDS: usize = 10;
+
+/// Everything numpy's `Philox.state` holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhiloxState {
+    pub counter: [u64; 4],
+    pub key: [u64; 2],
+    /// The block last generated, handed out one word at a time from `buffer_pos` (4: used up).
+    pub buffer: [u64; 4],
+    pub buffer_pos: usize,
+    /// numpy hands out a 64-bit word as two 32-bit draws, low half first; the high half waits here.
+    pub has_uint32: bool,
+    pub uinteger: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Philox {
+    state: PhiloxState,
+}
+
+fn mul_hi_lo(a: u64, b: u64) -> (u64, u64) {
+    let product = u128::from(a) * u128::from(b);
+    ((product >> 64) as u64, product as u64)
+}
+
+fn philox_block(counter: [u64; 4], key: [u64; 2]) -> [u64; 4] {
+    let (mut words, mut key) = (counter, key);
+    for round in 0..ROUNDS {
+        if round > 0 {
+            key[0] = key[0].wrapping_add(KEY_STEPS[0]);
+            key[1] = key[1].wrapping_add(KEY_STEPS[1]);
+        }
+        let (hi0, lo0) = mul_hi_lo(MULTIPLIERS[0], words[0]);
+        let (hi1, lo1) = mul_hi_lo(MULTIPLIERS[1], words[2]);
+        words = [hi1 ^ words[1] ^ key[0], lo1, hi0 ^ words[3] ^ key[1], lo0];
+    }
+    words
+}
+
+impl Philox {
+    pub fn from_state(state: PhiloxState) -> Self {
+        Philox { state }
+    }
+
+    pub fn state(&self) -> &PhiloxState {
+        &self.state
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let state = &mut self.state;
+        if state.buffer_pos < 4 {
+            let word = state.buffer[state.buffer_pos];
+            state.buffer_pos += 1;
+            return word;
+        }
+        for word in state.counter.iter_mut() {
+            *word = word.wrapping_add(1);
+            if *word != 0 {
+                break;
+            }
+        }
+        state.buffer = philox_block(state.counter, state.key);
+        state.buffer_pos = 1;
+        state.buffer[0]
+    }
+
+    pub fn next_u32(&mut self) -> u32 {
+        if self.state.has_uint32 {
+            self.state.has_uint32 = false;
+            return self.state.uinteger;
+        }
+        let word = self.next_u64();
+        self.state.has_uint32 = true;
+        self.state.uinteger = (word >> 32) as u32;
+        word as u32
+    }
+
+    /// A uniform integer in `0..=max`, by numpy's `random_interval`: draws masked to the
+    /// smallest all-ones mask covering `max`, redrawn while above it.
+    pub fn interval(&mut self, max: u64) -> u64 {
+        if max == 0 {
+            return 0;
+        }
+        let mask = u64::MAX >> max.leading_zeros();
+        if max <= u64::from(u32::MAX) {
+            loop {
+                let value = u64::from(self.next_u32()) & mask;
+                if value <= max {
+                    return value;
+                }
+            }
+        }
+        loop {
+            let value = self.next_u64() & mask;
+            if value <= max {
+                return value;
+            }
+        }
+    }
+
+    /// Shuffle in place as numpy's `Generator.shuffle` does (Fisher-Yates from the end).
+    pub fn shuffle<T>(&mut self, values: &mut [T]) {
+        for last in (1..values.len()).rev() {
+            let other = self.interval(last as u64) as usize;
+            values.swap(last, other);
+        }
+    }
+
+    /// `Generator.permutation(n)`: `0..n` shuffled.
+    pub fn permutation(&mut self, n: usize) -> Vec<u64> {
+        let mut values: Vec<u64> = (0..n as u64).collect();
+        self.shuffle(&mut values);
+        values
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `numpy.random.Philox(0).state` (numpy 2.4): the seed goes through `SeedSequence`, which
+    /// this module does not restate; the state is taken as numpy gives it.
+    fn seeded_zero() -> Philox {
+        Philox::from_state(PhiloxState {
+            counter: [0; 4],
+            key: [0xdb2c_d7e7_b0f4_78be, 0xabf4_641a_2c71_ba49],
+            buffer: [0; 4],
+            buffer_pos: 4,
+            has_uint32: false,
+            uinteger: 0,
+        })
+    }
+
+    #[test]
+    fn permutations_equal_numpys() {
+        // numpy.random.Generator(numpy.random.Philox(0)): .permutation(10), then .permutation(7),
+        // then .bit_generator.state.
+        let mut rng = seeded_zero();
+        assert_eq!(rng.permutation(10), [8, 0, 3, 7, 6, 4, 1, 5, 2, 9]);
+        assert_eq!(rng.permutation(7), [6, 1, 2, 4, 3, 5, 0]);
+        let state = rng.state();
+        assert_eq!(state.counter, [3, 0, 0, 0]);
+        assert_eq!(
+            (state.buffer_pos, state.has_uint32, state.uinteger),
+            (1, true, 155_009_983)
+        );
+    }
+
+    #[test]
+    fn counter_carries_into_the_next_word() {
+        let mut rng = Philox::from_state(PhiloxState {
+            counter: [u64::MAX, u64::MAX, 7, 0],
+            ..seeded_zero().state
+        });
+        rng.next_u64();
+        assert_eq!(rng.state().counter, [0, 0, 8, 0]);
+        assert_eq!(rng.state().buffer_pos, 1);
+    }
+
+    #[test]
+    fn a_block_hands_out_four_words_then_counts_on() {
+        let mut rng = seeded_zero();
+        let block = philox_block([1, 0, 0, 0], rng.state().key);
+        let words: Vec<u64> = (0..4).map(|_| rng.next_u64()).collect();
+        assert_eq!(words, block);
+        rng.next_u64();
+        assert_eq!(rng.state().counter, [2, 0, 0, 0]);
+    }
+
+    #[test]
+    fn thirty_two_bit_draws_split_a_word_low_half_first() {
+        let mut whole = seeded_zero();
+        let word = whole.next_u64();
+        let mut halves = seeded_zero();
+        assert_eq!(halves.next_u32(), word as u32);
+        assert!(halves.state().has_uint32);
+        assert_eq!(halves.next_u32(), (word >> 32) as u32);
+        assert!(!halves.state().has_uint32);
+    }
+
+    #[test]
+    fn intervals_stay_in_range_and_reach_both_ends() {
+        let mut rng = seeded_zero();
+        for max in [
+            1u64,
+            2,
+            5,
+            6,
+            255,
+            256,
+            1 << 31,
+            u64::from(u32::MAX),
+            1 << 40,
+        ] {
+            let (mut low, mut high) = (false, false);
+            for _ in 0..4000 {
+                let value = rng.interval(max);
+                assert!(value <= max);
+                low |= value == 0;
+                high |= value == max;
+            }
+            if max < 256 {
+                assert!(low && high, "max {max}");
+            }
+        }
+        assert_eq!(rng.interval(0), 0);
+    }
+
+    #[test]
+    fn permutations_are_permutations() {
+        let mut rng = seeded_zero();
+        for n in [0usize, 1, 2, 3, 17, 1000] {
+            let mut values = rng.permutation(n);
+            values.sort_unstable();
+            assert_eq!(values, (0..n as u64).collect::<Vec<_>>());
+        }
+    }
+}
