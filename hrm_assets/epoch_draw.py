@@ -24,8 +24,8 @@ import numpy as np
 from hrm_assets import _tokenizer
 from hrm_assets.sampled_arrays import ManifestEntry, save_npy
 
-# The Rust draw uses numpy's 32-bit branch of bounded draws only; a task (or an epoch) of 2**32
-# rows or more would need the 64-bit one, which the check below cannot reach.
+# The Rust draw indexes rows with 32 bits (the table's, and an epoch's), so it also uses only
+# numpy's 32-bit branch of bounded draws, the one the check below covers.
 RUST_MAX_ROWS = 2**32 - 1
 
 # Permutation sizes the check draws in a row: small ones, and one past a power of two (where the
@@ -98,7 +98,7 @@ def draw_epochs(
     order; ``progress`` is called after each epoch.
     """
     epoch_rows = sum(per_epoch for _, per_epoch in tasks)
-    largest = max([epoch_rows, *(rows for rows, _ in tasks)])
+    largest = max(epoch_rows, sum(rows for rows, _ in tasks))
     if largest <= RUST_MAX_ROWS and rust_draw_matches_numpy():
         return _draw_in_rust(staged, fields, lengths, tasks, epochs, seed, progress)
     return _draw_with_numpy(staged, fields, lengths, tasks, epochs, seed, progress)

@@ -113,8 +113,8 @@ def test_draw_uses_rust_unless_it_differs_from_numpy(tmp_path, monkeypatch):
 
 
 def test_too_many_rows_for_the_rust_draw_go_to_numpy(tmp_path, monkeypatch):
-    monkeypatch.setattr(epoch_draw, "RUST_MAX_ROWS", 6)
     fields, lengths = _table(np.random.default_rng(0), [5, 3])
+    monkeypatch.setattr(epoch_draw, "RUST_MAX_ROWS", 8)
     assert draw_epochs(tmp_path, fields, lengths, [(5, 2), (3, 3)], 0, 1).engine == "rust"
     assert draw_epochs(tmp_path, fields, lengths, [(5, 2), (3, 7)], 0, 1).engine == "numpy"
 

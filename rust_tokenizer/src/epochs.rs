@@ -60,6 +60,12 @@ impl RowTable<'_> {
                 values.len()
             )));
         }
+        let epoch_rows: u64 = self.tasks.iter().map(|task| task.per_epoch).sum();
+        if rows as u64 > MAX_ROWS || epoch_rows > MAX_ROWS {
+            return Err(Error::Config(format!(
+                "{rows} rows, {epoch_rows} per epoch: at most {MAX_ROWS} each"
+            )));
+        }
         if let Some(index) = self
             .tasks
             .iter()
@@ -77,9 +83,12 @@ impl RowTable<'_> {
 /// A task's walk through successive permutations of its rows.
 #[derive(Default)]
 struct Cursor {
-    permutation: Vec<u64>,
+    permutation: Vec<u32>,
     position: usize,
 }
+
+/// Rows (of a task, of the table, of an epoch) are indexed with 32 bits.
+pub const MAX_ROWS: u64 = u32::MAX as u64;
 
 /// Draw `epochs` epochs from `rng` and write each one's fields under `output/epoch_<n>/`.
 /// `hits` (one per table row, added to) counts how often each row was drawn; `progress` is
@@ -104,18 +113,20 @@ pub fn write_epochs(
         }
     }
     let mut cursors: Vec<Cursor> = table.tasks.iter().map(|_| Cursor::default()).collect();
-    let mut picked: Vec<u64> = Vec::with_capacity(epoch_rows);
+    let mut picked: Vec<u32> = Vec::with_capacity(epoch_rows);
+    let mut order: Vec<u32> = Vec::with_capacity(epoch_rows);
+    let mut shuffled: Vec<u32> = Vec::with_capacity(epoch_rows);
     let mut gathered: Vec<i64> = vec![0; epoch_rows * width];
     let mut column: Vec<i64> = vec![0; epoch_rows];
     let mut done = Epochs::default();
     for epoch in 0..epochs {
         picked.clear();
-        let mut base = 0u64;
+        let mut base = 0u32;
         for (task, cursor) in table.tasks.iter().zip(&mut cursors) {
             let mut remaining = task.per_epoch as usize;
             while remaining > 0 {
                 if cursor.position >= cursor.permutation.len() {
-                    cursor.permutation = rng.permutation(task.rows as usize);
+                    rng.permutation_u32_into(task.rows as usize, &mut cursor.permutation);
                     cursor.position = 0;
                 }
                 let step = remaining.min(cursor.permutation.len() - cursor.position);
@@ -124,7 +135,7 @@ pub fn write_epochs(
                 cursor.position += step;
                 remaining -= step;
             }
-            base += task.rows;
+            base += task.rows as u32;
         }
         let mut tokens = 0i64;
         for &row in &picked {
@@ -132,9 +143,12 @@ pub fn write_epochs(
             tokens = tokens.wrapping_add(table.lengths[row as usize]);
         }
         done.tokens.push(tokens);
-        let order = rng.permutation(picked.len());
-        for (slot, &at) in gathered.chunks_exact_mut(width.max(1)).zip(&order) {
-            let row = picked[at as usize] as usize;
+        rng.permutation_u32_into(picked.len(), &mut order);
+        // In two passes, so that neither waits on the other's cache misses.
+        shuffled.clear();
+        shuffled.extend(order.iter().map(|&at| picked[at as usize]));
+        for (slot, &row) in gathered.chunks_exact_mut(width.max(1)).zip(&shuffled) {
+            let row = row as usize;
             slot.copy_from_slice(&by_row[row * width..(row + 1) * width]);
         }
 
