@@ -84,7 +84,7 @@ def plan(factor: float) -> Plan:
         tokenization_mb=round(64 * factor, 3),
         tokenization_repeats=2 if factor >= 0.5 else 1,
         sampling_tokens=curve([t * factor for t in (4e6, 16e6, 64e6)], 10_000),
-        sampling_repeats=3 if factor >= 0.5 else 1,
+        sampling_repeats=5 if factor >= 0.5 else 1,
         cleaning_records=max(50, round(20_000 * factor)),
         cleaning_scales=(1, 3, 10),
         dagster_partitions=curve([n * shrink for n in (500, 1_000, 2_000)], 2),

@@ -21,9 +21,13 @@ pub struct TaskRows {
     pub per_epoch: u64,
 }
 
+/// Fields an epoch is written as: data_io's four spans (`inst_start`, `inst_len`, `resp_start`,
+/// `resp_len`). A fixed number lets a drawn row be gathered as one 32-byte value.
+pub const FIELDS: usize = 4;
+
 /// Every kept row of every task: one value per row for each field written, and its tokens.
 pub struct RowTable<'a> {
-    pub fields: Vec<(&'a str, &'a [i64])>,
+    pub fields: [(&'a str, &'a [i64]); FIELDS],
     pub lengths: &'a [i64],
     pub tasks: &'a [TaskRows],
 }
@@ -104,19 +108,18 @@ pub fn write_epochs(
     table.check(hits)?;
     let epoch_rows: u64 = table.tasks.iter().map(|task| task.per_epoch).sum();
     let epoch_rows = epoch_rows as usize;
-    let width = table.fields.len();
     // Row-major, so gathering a drawn row's fields costs one cache miss, not one per field.
-    let mut by_row: Vec<i64> = vec![0; table.lengths.len() * width];
+    let mut by_row: Vec<[i64; FIELDS]> = vec![[0; FIELDS]; table.lengths.len()];
     for (field, (_, values)) in table.fields.iter().enumerate() {
-        for (row, value) in values.iter().enumerate() {
-            by_row[row * width + field] = *value;
+        for (row, value) in by_row.iter_mut().zip(values.iter()) {
+            row[field] = *value;
         }
     }
     let mut cursors: Vec<Cursor> = table.tasks.iter().map(|_| Cursor::default()).collect();
     let mut picked: Vec<u32> = Vec::with_capacity(epoch_rows);
     let mut order: Vec<u32> = Vec::with_capacity(epoch_rows);
     let mut shuffled: Vec<u32> = Vec::with_capacity(epoch_rows);
-    let mut gathered: Vec<i64> = vec![0; epoch_rows * width];
+    let mut gathered: Vec<[i64; FIELDS]> = vec![[0; FIELDS]; epoch_rows];
     let mut column: Vec<i64> = vec![0; epoch_rows];
     let mut done = Epochs::default();
     for epoch in 0..epochs {
@@ -147,15 +150,14 @@ pub fn write_epochs(
         // In two passes, so that neither waits on the other's cache misses.
         shuffled.clear();
         shuffled.extend(order.iter().map(|&at| picked[at as usize]));
-        for (slot, &row) in gathered.chunks_exact_mut(width.max(1)).zip(&shuffled) {
-            let row = row as usize;
-            slot.copy_from_slice(&by_row[row * width..(row + 1) * width]);
+        for (slot, &row) in gathered.iter_mut().zip(&shuffled) {
+            *slot = by_row[row as usize];
         }
 
         let folder = output.join(format!("epoch_{epoch}"));
         fs::create_dir(&folder).at(&folder)?;
         for (field, (name, _)) in table.fields.iter().enumerate() {
-            for (slot, row) in column.iter_mut().zip(gathered.chunks_exact(width)) {
+            for (slot, row) in column.iter_mut().zip(&gathered) {
                 *slot = row[field];
             }
             let path = folder.join(format!("{name}.npy"));
@@ -246,7 +248,7 @@ mod tests {
         let ids: Vec<i64> = (0..10).map(|row| 100 + row).collect();
         let lengths: Vec<i64> = (0..10).map(|row| row % 4 + 1).collect();
         let table = RowTable {
-            fields: vec![("id", &ids), ("len", &lengths)],
+            fields: [("id", &ids), ("len", &lengths), ("a", &ids), ("b", &ids)],
             lengths: &lengths,
             tasks: &tasks,
         };
@@ -273,10 +275,17 @@ mod tests {
             rows.iter().for_each(|&row| counted[row as usize] += 1);
         }
         assert_eq!(hits, counted);
-        assert_eq!(done.written.len(), 6);
+        assert_eq!(done.written.len(), 12);
         assert_eq!(done.written[1].relative, "epoch_0/len.npy");
         let bytes = fs::read(dir.path().join("epoch_2/len.npy")).unwrap();
-        assert_eq!(done.written[5].size, bytes.len() as u64);
+        assert_eq!(done.written[9].size, bytes.len() as u64);
+        assert_eq!(
+            read_i64s(&dir.path().join("epoch_1/len.npy")),
+            expected[1]
+                .iter()
+                .map(|&row| lengths[row as usize])
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -285,7 +294,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut go_on = || true;
         let short = RowTable {
-            fields: vec![("x", &lengths[..1])],
+            fields: [
+                ("x", &lengths[..1]),
+                ("y", &lengths),
+                ("z", &lengths),
+                ("w", &lengths),
+            ],
             lengths: &lengths,
             tasks: &[TaskRows {
                 rows: 2,
@@ -295,7 +309,7 @@ mod tests {
         let err = write_epochs(dir.path(), &short, 1, &mut rng(), &mut [0; 2], &mut go_on);
         assert!(err.unwrap_err().to_string().contains("field x has 1 rows"));
         let rowless = RowTable {
-            fields: vec![],
+            fields: [("x", &lengths); FIELDS],
             lengths: &lengths,
             tasks: &[
                 TaskRows {
@@ -316,7 +330,7 @@ mod tests {
     fn a_false_progress_stops_after_the_epoch() {
         let lengths = [1i64, 2];
         let table = RowTable {
-            fields: vec![("x", &lengths)],
+            fields: [("x", &lengths); FIELDS],
             lengths: &lengths,
             tasks: &[TaskRows {
                 rows: 2,

@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::concat::{concatenate_tokens, IntType, TokenSource};
 use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
-use crate::epochs::{write_epochs, RowTable, TaskRows};
+use crate::epochs::{write_epochs, RowTable, TaskRows, FIELDS};
 use crate::error::Error;
 use crate::framing::FramingSpec;
 use crate::output::{
@@ -354,6 +354,9 @@ fn write_epoch_arrays(
         .iter()
         .map(|(name, values)| Ok((name.as_str(), int64_slice(values, name)?)))
         .collect::<PyResult<Vec<_>>>()?;
+    let columns: [(&str, &[i64]); FIELDS] = columns.try_into().map_err(|columns: Vec<_>| {
+        PyValueError::new_err(format!("{FIELDS} fields expected, got {}", columns.len()))
+    })?;
     let tasks: Vec<TaskRows> = tasks
         .into_iter()
         .map(|(rows, per_epoch)| TaskRows { rows, per_epoch })
