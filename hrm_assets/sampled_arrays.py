@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from hrm_assets import _tokenizer
+from hrm_assets.progress import progress_bar
 
 # Elements per block when concatenating tokens: big enough that the per-block cost (a file open,
 # a channel message) is noise, small enough that the blocks in flight take a few MiB.
@@ -104,8 +104,8 @@ def concatenate_tokens(
     dtype = np.dtype(dtype)
     total = sum(source.count for source in sources)
     header = npy_header(dtype, total)
-    with tqdm(
-        total=total, desc="Writing tokens", unit="tok", unit_scale=True, disable=not progress
+    with progress_bar(
+        progress, total=total, desc="Writing tokens", unit="tok", unit_scale=True
     ) as bar:
 
         def report(elements: int) -> None:

@@ -49,7 +49,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from tqdm import tqdm
 
 from hrm_assets.atomic import (
     TMP_PREFIX,
@@ -69,6 +68,7 @@ from hrm_assets.prefix_config import (
     load_prefix_rules,
     rule_for,
 )
+from hrm_assets.progress import progress_bar
 from hrm_assets.sampled_arrays import (
     ManifestEntry,
     TokenCopyError,
@@ -567,7 +567,7 @@ def _write_epochs(
         (len(spans), report.rows_per_epoch)
         for report, spans in zip(reports, kept_spans, strict=True)
     ]
-    with tqdm(total=config.epochs, desc="Generating epoch indices", disable=not progress) as bar:
+    with progress_bar(progress, total=config.epochs, desc="Generating epoch indices") as bar:
         draws = draw_epochs(
             staged,
             fields,
@@ -657,7 +657,7 @@ def sample_tokenized(
             )
             try:
                 # A context manager, so the bar ends its line even when a folder is rejected.
-                with tqdm(task_dirs, desc="Reading indices", disable=not progress) as bar:
+                with progress_bar(progress, task_dirs, desc="Reading indices") as bar:
                     loaded = [
                         load_spans(task_dir, source.count)
                         for task_dir, source in zip(bar, sources, strict=True)

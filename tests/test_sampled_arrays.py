@@ -138,3 +138,16 @@ def test_setting_stop_raises_copy_stopped(tmp_path):
     stop.set()
     with pytest.raises(sampled_arrays.CopyStopped, match="the copy was stopped"):
         concatenate_tokens(tmp_path / "t.npy", sources, np.dtype(np.uint16), stop=stop)
+
+
+def test_a_quiet_progress_bar_is_no_tqdm_and_passes_items_through():
+    from tqdm import tqdm
+
+    from hrm_assets.progress import progress_bar
+
+    with progress_bar(False, [1, 2, 3], desc="quiet") as bar:
+        assert list(bar) == [1, 2, 3]
+        bar.update(5)
+    assert not isinstance(bar, tqdm)
+    with progress_bar(True, total=2, desc="shown", disable=True) as shown:
+        assert isinstance(shown, tqdm)

@@ -35,6 +35,7 @@ fn mul_hi_lo(a: u64, b: u64) -> (u64, u64) {
     ((product >> 64) as u64, product as u64)
 }
 
+#[inline]
 fn philox_block(counter: [u64; 4], key: [u64; 2]) -> [u64; 4] {
     let (mut words, mut key) = (counter, key);
     for round in 0..ROUNDS {
@@ -58,6 +59,7 @@ impl Philox {
         &self.state
     }
 
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
         let state = &mut self.state;
         if state.buffer_pos < 4 {
@@ -76,6 +78,7 @@ impl Philox {
         state.buffer[0]
     }
 
+    #[inline]
     pub fn next_u32(&mut self) -> u32 {
         if self.state.has_uint32 {
             self.state.has_uint32 = false;
@@ -89,6 +92,7 @@ impl Philox {
 
     /// A uniform integer in `0..=max`, by numpy's `random_interval`: draws masked to the
     /// smallest all-ones mask covering `max`, redrawn while above it.
+    #[inline]
     pub fn interval(&mut self, max: u64) -> u64 {
         if max == 0 {
             return 0;
