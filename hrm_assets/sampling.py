@@ -384,7 +384,9 @@ def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
             raise SamplingError(
                 f"{path}: value {int(array.max())} exceeds the {count} tokens of tokens.npy"
             )
-        arrays[name] = array.astype(np.int64)
+        # Checked above to be at most `count`, so data_io's uint64 spans fit int64 as they are.
+        native_uint64 = array.dtype == np.dtype(np.uint64)
+        arrays[name] = array.view(np.int64) if native_uint64 else array.astype(np.int64)
     lengths = {name: len(array) for name, array in arrays.items()}
     if len(set(lengths.values())) > 1:
         described = ", ".join(f"{name}.npy={n}" for name, n in lengths.items())

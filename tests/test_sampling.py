@@ -383,6 +383,20 @@ def test_chunked_copy_is_identical(tmp_path, monkeypatch):
     run_both(tmp_path, MIXED, MIXED_RULES, 1000, epochs=2, context_size=60)
 
 
+@pytest.mark.parametrize("span_dtype", [">u8", "<i8", "<u4", ">i4"])
+def test_span_arrays_of_any_integer_type_sample_alike(tmp_path, span_dtype):
+    # data_io writes <u8 spans; other integer types (byte orders) must give the same sample.
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
+    base = dict(tokenized_path=tokenized, prefix_config_path=rules, epochs=3, context_size=60)
+    sample_tokenized(make_config(**base, output_path=tmp_path / "as_written"))
+    for path in tokenized.glob("*/*_*.npy"):
+        np.save(path, np.load(path).astype(span_dtype))
+    assert np.load(next(tokenized.glob("*/inst_len.npy"))).dtype == np.dtype(span_dtype)
+    sample_tokenized(make_config(**base, output_path=tmp_path / "converted"))
+    assert tree_bytes(tmp_path / "converted") == tree_bytes(tmp_path / "as_written")
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::{Error, IoContext, Result};
-use crate::npy::write_npy_hashed;
+use crate::npy::HashedNpyWriter;
 use crate::philox::Philox;
 
 /// One task's kept rows (consecutive in the table, after the previous task's) and how many of
@@ -91,6 +91,9 @@ struct Cursor {
     position: usize,
 }
 
+/// Rows gathered, hashed and written at a time: 256 KiB of rows, 64 KiB per field.
+const CHUNK_ROWS: usize = 1 << 13;
+
 /// Rows (of a task, of the table, of an epoch) are indexed with 32 bits.
 pub const MAX_ROWS: u64 = u32::MAX as u64;
 
@@ -119,8 +122,8 @@ pub fn write_epochs(
     let mut picked: Vec<u32> = Vec::with_capacity(epoch_rows);
     let mut order: Vec<u32> = Vec::with_capacity(epoch_rows);
     let mut shuffled: Vec<u32> = Vec::with_capacity(epoch_rows);
-    let mut gathered: Vec<[i64; FIELDS]> = vec![[0; FIELDS]; epoch_rows];
-    let mut column: Vec<i64> = vec![0; epoch_rows];
+    let mut gathered: Vec<[i64; FIELDS]> = Vec::with_capacity(CHUNK_ROWS);
+    let mut column: Vec<i64> = Vec::with_capacity(CHUNK_ROWS);
     let mut done = Epochs::default();
     for epoch in 0..epochs {
         picked.clear();
@@ -150,18 +153,31 @@ pub fn write_epochs(
         // In two passes, so that neither waits on the other's cache misses.
         shuffled.clear();
         shuffled.extend(order.iter().map(|&at| picked[at as usize]));
-        for (slot, &row) in gathered.iter_mut().zip(&shuffled) {
-            *slot = by_row[row as usize];
-        }
 
         let folder = output.join(format!("epoch_{epoch}"));
         fs::create_dir(&folder).at(&folder)?;
-        for (field, (name, _)) in table.fields.iter().enumerate() {
-            for (slot, row) in column.iter_mut().zip(&gathered) {
-                *slot = row[field];
+        let mut writers = table
+            .fields
+            .iter()
+            .map(|(name, _)| {
+                HashedNpyWriter::<i64>::create(
+                    &folder.join(format!("{name}.npy")),
+                    epoch_rows as u64,
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // A chunk of rows at a time, so each piece is hashed and written while in cache.
+        for rows in shuffled.chunks(CHUNK_ROWS) {
+            gathered.clear();
+            gathered.extend(rows.iter().map(|&row| by_row[row as usize]));
+            for (field, writer) in writers.iter_mut().enumerate() {
+                column.clear();
+                column.extend(gathered.iter().map(|row| row[field]));
+                writer.append(&column)?;
             }
-            let path = folder.join(format!("{name}.npy"));
-            let (size, sha256) = write_npy_hashed(&path, &column)?;
+        }
+        for ((name, _), writer) in table.fields.iter().zip(writers) {
+            let (size, sha256) = writer.finish()?;
             done.written.push(WrittenArray {
                 relative: format!("epoch_{epoch}/{name}.npy"),
                 size,
@@ -286,6 +302,32 @@ mod tests {
                 .map(|&row| lengths[row as usize])
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn epochs_of_several_chunks_are_written_whole() {
+        let rows = CHUNK_ROWS as u64 * 2 + 7;
+        let tasks = [TaskRows {
+            rows,
+            per_epoch: rows + 3,
+        }];
+        let ids: Vec<i64> = (0..rows as i64).collect();
+        let table = RowTable {
+            fields: [("id", &ids), ("neg", &ids), ("c", &ids), ("d", &ids)],
+            lengths: &ids,
+            tasks: &tasks,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut hits = vec![0i64; rows as usize];
+        write_epochs(dir.path(), &table, 2, &mut rng(), &mut hits, &mut || true).unwrap();
+        for (epoch, expected) in reference(&tasks, 2).iter().enumerate() {
+            let got = read_i64s(&dir.path().join(format!("epoch_{epoch}/id.npy")));
+            assert_eq!(
+                got,
+                expected.iter().map(|&row| row as i64).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(hits.iter().sum::<i64>(), 2 * (rows as i64 + 3));
     }
 
     #[test]

@@ -158,19 +158,52 @@ pub fn hex_digest(hasher: Sha256) -> String {
         .collect()
 }
 
-/// Write a whole array as `numpy.save` does, fsync it, and return its size in bytes and the
-/// SHA-256 of those bytes, hashed from memory (no second read of the file).
-pub fn write_npy_hashed<T: NpyElement>(path: &Path, values: &[T]) -> Result<(u64, String)> {
-    let head = header(T::DESCR, values.len() as u64);
-    let data = le_bytes(values);
-    let mut hasher = Sha256::new();
-    hasher.update(head);
-    hasher.update(&data);
-    let mut file = File::create(path).at(path)?;
-    file.write_all(&head).at(path)?;
-    file.write_all(&data).at(path)?;
-    file.sync_all().at(path)?;
-    Ok(((head.len() + data.len()) as u64, hex_digest(hasher)))
+/// Writes a 1-D array of known length as `numpy.save` does, in pieces, hashing each piece from
+/// memory as it goes (no second read of the file); `finish` checks the length, fsyncs and
+/// returns the file's size and SHA-256.
+pub struct HashedNpyWriter<T: NpyElement> {
+    path: PathBuf,
+    file: File,
+    hasher: Sha256,
+    expected: u64,
+    written: u64,
+    _element: PhantomData<T>,
+}
+
+impl<T: NpyElement> HashedNpyWriter<T> {
+    pub fn create(path: &Path, len: u64) -> Result<Self> {
+        let head = header(T::DESCR, len);
+        let mut file = File::create(path).at(path)?;
+        file.write_all(&head).at(path)?;
+        Ok(HashedNpyWriter {
+            path: path.to_path_buf(),
+            file,
+            hasher: Sha256::new_with_prefix(head),
+            expected: len,
+            written: 0,
+            _element: PhantomData,
+        })
+    }
+
+    pub fn append(&mut self, values: &[T]) -> Result<()> {
+        let data = le_bytes(values);
+        self.hasher.update(&data);
+        self.file.write_all(&data).at(&self.path)?;
+        self.written += values.len() as u64;
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<(u64, String)> {
+        assert_eq!(
+            self.written,
+            self.expected,
+            "{}: length",
+            self.path.display()
+        );
+        self.file.sync_all().at(&self.path)?;
+        let size = HEADER_LEN as u64 + self.written * T::SIZE as u64;
+        Ok((size, hex_digest(self.hasher)))
+    }
 }
 
 #[cfg(test)]
@@ -215,7 +248,10 @@ mod tests {
     fn hashed_writer_hashes_the_bytes_it_wrote() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.npy");
-        let (size, sha256) = write_npy_hashed::<i64>(&path, &[-1, 0, i64::MAX]).unwrap();
+        let mut writer = HashedNpyWriter::<i64>::create(&path, 3).unwrap();
+        writer.append(&[-1]).unwrap();
+        writer.append(&[0, i64::MAX]).unwrap();
+        let (size, sha256) = writer.finish().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(size, bytes.len() as u64);
         assert_eq!(&bytes[..HEADER_LEN], &header("<i8", 3));
