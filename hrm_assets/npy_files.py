@@ -70,7 +70,7 @@ def npy_layout(path: Path) -> NpyLayout:
     """(dtype, length, byte offset of the data) of a 1-D integer ``.npy``, from its header."""
     try:
         with open(path, "rb") as handle:
-            return _open_layout(handle, Path(path))
+            return _open_layout(handle, path)
     except FileNotFoundError:
         raise NpyFileError(f"{path}: missing") from None
 
@@ -79,7 +79,7 @@ def load_integers(path: Path) -> np.ndarray:
     """A 1-D integer ``.npy`` array, read whole."""
     try:
         with open(path, "rb", buffering=0) as handle:
-            layout = _open_layout(handle, Path(path))
+            layout = _open_layout(handle, path)
             array = np.empty(layout.length, dtype=layout.dtype)
             view = memoryview(array).cast("B")
             handle.seek(layout.data_offset)

@@ -75,6 +75,7 @@ from hrm_assets.sampled_arrays import (
     TokenSource,
     concatenate_tokens,
 )
+from hrm_assets.span_table import filter_lengths, first_inconsistent_task, segment_sums
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
 TOKENS_FILE = "tokens.npy"
@@ -179,6 +180,10 @@ class Spans:
     def select(self, mask: np.ndarray) -> Spans:
         return Spans(*(getattr(self, name)[mask] for name in SPAN_FIELDS))
 
+    def rows(self, start: int, stop: int) -> Spans:
+        """Rows ``start:stop`` (views, not copies)."""
+        return Spans(*(getattr(self, name)[start:stop] for name in SPAN_FIELDS))
+
 
 @dataclass(frozen=True)
 class FilterCounts:
@@ -199,37 +204,26 @@ def filter_rows(
     min_resp_length: int,
     drop_short_after_truncate: bool = False,
 ) -> tuple[Spans, FilterCounts]:
-    """Apply the length rules; returns the kept rows (responses truncated) and the counts.
-
-    A row is dropped as short when ``resp_len < min_resp_length``; otherwise, with
-    ``allowed = context_size - min(inst_len, context_size)``, truncate mode drops it when
-    ``allowed < 1`` and else caps ``resp_len`` at ``allowed``; drop mode drops it when
-    ``resp_len > allowed``. A truncated response can end up shorter than ``min_resp_length``:
-    such rows are counted, and dropped only with ``drop_short_after_truncate``.
-    """
-    allowed = context_size - np.minimum(spans.inst_len, context_size)
-    long_enough = spans.resp_len >= min_resp_length
-    if rule.long_context == "truncate":
-        fits = allowed >= 1
-        resp_len = np.minimum(spans.resp_len, allowed)
-    else:
-        fits = spans.resp_len <= allowed
-        resp_len = spans.resp_len
-    keep = long_enough & fits
-    short_after = keep & (resp_len < min_resp_length)
-    short_after_count = int(np.count_nonzero(short_after))
-    if drop_short_after_truncate:
-        keep = keep & ~short_after
-    counts = FilterCounts(
-        kept=int(np.count_nonzero(keep)),
-        dropped_short=int(np.count_nonzero(~long_enough)),
-        dropped_long=int(np.count_nonzero(long_enough & ~fits)),
-        truncated=int(np.count_nonzero(keep & (resp_len < spans.resp_len))),
-        short_after_truncate=short_after_count,
-        dropped_short_after_truncate=short_after_count if drop_short_after_truncate else 0,
+    """Apply the length rules to one task; returns the kept rows (responses truncated) and the
+    counts. The rules are :func:`hrm_assets.span_table.filter_lengths`'."""
+    filtered = filter_lengths(
+        spans.inst_len,
+        spans.resp_len,
+        rule.long_context == "truncate",
+        context_size,
+        min_resp_length,
+        drop_short_after_truncate,
     )
-    kept = Spans(spans.inst_start, spans.inst_len, spans.resp_start, resp_len).select(keep)
-    return kept, counts
+    counts = FilterCounts(
+        kept=int(np.count_nonzero(filtered.keep)),
+        dropped_short=int(np.count_nonzero(filtered.dropped_short)),
+        dropped_long=int(np.count_nonzero(filtered.dropped_long)),
+        truncated=int(np.count_nonzero(filtered.truncated)),
+        short_after_truncate=int(np.count_nonzero(filtered.short_after_truncate)),
+        dropped_short_after_truncate=int(np.count_nonzero(filtered.dropped_short_after_truncate)),
+    )
+    kept = Spans(spans.inst_start, spans.inst_len, spans.resp_start, filtered.resp_len)
+    return kept.select(filtered.keep), counts
 
 
 @dataclass
@@ -363,6 +357,14 @@ def token_count(task_dir: Path) -> int:
     return npy_layout(Path(task_dir) / TOKENS_FILE)[1]
 
 
+def _as_int64(array: np.ndarray) -> np.ndarray:
+    """data_io's uint64 spans as int64 without a copy: values past 2**63 turn negative, which
+    the checks refuse as out of range (so no valid value is changed)."""
+    if array.dtype == np.dtype(np.uint64):
+        return array.view(np.int64)
+    return array.astype(np.int64)
+
+
 def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
     """Read and check one task's spans; returns them as int64 and the task's token count
     (``count`` when the caller has read it from the ``tokens.npy`` header already).
@@ -384,9 +386,7 @@ def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
             raise SamplingError(
                 f"{path}: value {int(array.max())} exceeds the {count} tokens of tokens.npy"
             )
-        # Checked above to be at most `count`, so data_io's uint64 spans fit int64 as they are.
-        native_uint64 = array.dtype == np.dtype(np.uint64)
-        arrays[name] = array.view(np.int64) if native_uint64 else array.astype(np.int64)
+        arrays[name] = _as_int64(array)
     lengths = {name: len(array) for name, array in arrays.items()}
     if len(set(lengths.values())) > 1:
         described = ", ".join(f"{name}.npy={n}" for name, n in lengths.items())
@@ -406,6 +406,50 @@ def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
             f"{task_dir}: tokens.npy has {count} tokens but the spans cover {spanned}"
         )
     return spans, count
+
+
+def read_span_table(
+    task_dirs: list[Path], counts: list[int], on_task: Callable[[], object] | None = None
+) -> tuple[Spans, np.ndarray]:
+    """Every task's spans back to back (int64) and the bounds of each task's rows (task ``t``
+    owns rows ``bounds[t]:bounds[t + 1]``), checked as :func:`load_spans` checks them.
+
+    The checks run over all rows at once (:mod:`hrm_assets.span_table`); the first task that
+    fails them is read again by :func:`load_spans`, whose error names its file. ``on_task`` is
+    called after each task folder is read.
+    """
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in SPAN_FIELDS}
+    rows = np.zeros(len(task_dirs), dtype=np.int64)
+    for index, (task_dir, count) in enumerate(zip(task_dirs, counts, strict=True)):
+        folder = str(task_dir)  # plain strings: pathlib would cost more than the reads
+        arrays = [_load_array(os.path.join(folder, f"{name}.npy")) for name in SPAN_FIELDS]
+        if len({len(array) for array in arrays}) > 1:
+            load_spans(task_dir, count)  # raises, naming the arrays and their lengths
+        for name, array in zip(SPAN_FIELDS, arrays, strict=True):
+            parts[name].append(_as_int64(array))
+        rows[index] = len(arrays[0])
+        if on_task is not None:
+            on_task()
+    bounds = np.zeros(len(task_dirs) + 1, dtype=np.int64)
+    np.cumsum(rows, out=bounds[1:])
+    table = Spans(
+        **{
+            name: np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+            for name, arrays in parts.items()
+        }
+    )
+    bad = first_inconsistent_task(
+        table.inst_start,
+        table.inst_len,
+        table.resp_start,
+        table.resp_len,
+        bounds,
+        np.asarray(counts, dtype=np.int64),
+    )
+    if bad is not None:
+        load_spans(task_dirs[bad], counts[bad])  # raises the task's own message
+        raise SamplingError(f"{task_dirs[bad]}: inconsistent span arrays")
+    return table, bounds
 
 
 # --------------------------------------------------------------------------- writing outputs
@@ -477,39 +521,65 @@ def _ambiguity_warnings(names: list[str], rules: list[PrefixRule]) -> list[str]:
 
 def _task_reports(
     names: list[str],
-    loaded: list[tuple[Spans, int]],
+    table: Spans,
+    bounds: np.ndarray,
+    counts: list[int],
     rules: list[PrefixRule],
     config: SamplingConfig,
-) -> tuple[list[TaskReport], list[Spans]]:
-    """Apply each task's rule; returns the reports and the kept spans, offset into tokens.npy.
+) -> tuple[list[TaskReport], Spans, np.ndarray]:
+    """Apply each task's rule to the span table; returns the reports, the kept rows (offset
+    into tokens.npy, responses truncated) and the bounds of each task's kept rows.
 
     Offsets follow the unfiltered token counts, since tokens.npy keeps filtered rows too.
     """
-    reports, kept_spans = [], []
-    offset = 0
-    for name, (spans, count) in zip(names, loaded, strict=True):
-        rule = rule_for(name, rules)
-        kept, filtered = filter_rows(
-            spans,
-            rule,
-            config.context_size,
-            config.min_resp_length,
-            config.drop_short_after_truncate,
-        )
-        kept.inst_start += offset
-        kept.resp_start += offset
-        inst_tokens, resp_tokens = int(kept.inst_len.sum()), int(kept.resp_len.sum())
+    task_rules = [rule_for(name, rules) for name in names]
+    task_rows = np.diff(bounds)
+    filtered = filter_lengths(
+        table.inst_len,
+        table.resp_len,
+        np.repeat([rule.long_context == "truncate" for rule in task_rules], task_rows),
+        config.context_size,
+        config.min_resp_length,
+        config.drop_short_after_truncate,
+    )
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    row_offsets = np.repeat(offsets[:-1], task_rows)
+    keep = filtered.keep
+    kept = Spans(
+        inst_start=(table.inst_start + row_offsets)[keep],
+        inst_len=table.inst_len[keep],
+        resp_start=(table.resp_start + row_offsets)[keep],
+        resp_len=filtered.resp_len[keep],
+    )
+    kept_rows = segment_sums(keep, bounds)
+    kept_bounds = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(kept_rows, out=kept_bounds[1:])
+    per_task = {
+        "rows": kept_rows,
+        "inst_tokens": segment_sums(kept.inst_len, kept_bounds),
+        "resp_tokens": segment_sums(kept.resp_len, kept_bounds),
+        "dropped_short": segment_sums(filtered.dropped_short, bounds),
+        "dropped_long": segment_sums(filtered.dropped_long, bounds),
+        "truncated": segment_sums(filtered.truncated, bounds),
+        "short_after": segment_sums(filtered.short_after_truncate, bounds),
+        "dropped_short_after": segment_sums(filtered.dropped_short_after_truncate, bounds),
+    }
+    figures = {key: values.tolist() for key, values in per_task.items()}
+    reports = []
+    for index, (name, rule) in enumerate(zip(names, task_rules, strict=True)):
+        inst_tokens, resp_tokens = figures["inst_tokens"][index], figures["resp_tokens"][index]
         stats = CoverageStats(
-            rows=len(kept),
+            rows=figures["rows"][index],
             tokens=inst_tokens + resp_tokens,
             inst_tokens=inst_tokens,
             resp_tokens=resp_tokens,
-            source_rows=len(spans),
-            rows_dropped_short=filtered.dropped_short,
-            rows_dropped_long=filtered.dropped_long,
-            rows_truncated=filtered.truncated,
-            rows_short_after_truncate=filtered.short_after_truncate,
-            rows_dropped_short_after_truncate=filtered.dropped_short_after_truncate,
+            source_rows=int(task_rows[index]),
+            rows_dropped_short=figures["dropped_short"][index],
+            rows_dropped_long=figures["dropped_long"][index],
+            rows_truncated=figures["truncated"][index],
+            rows_short_after_truncate=figures["short_after"][index],
+            rows_dropped_short_after_truncate=figures["dropped_short_after"][index],
         )
         reports.append(
             TaskReport(
@@ -517,15 +587,13 @@ def _task_reports(
                 category=task_category(name),
                 rule=rule,
                 matched_prefix=rule.prefix if isinstance(rule, PrefixRule) else None,
-                token_offset=offset,
-                token_count=count,
-                rows_per_epoch=rows_per_epoch(rule, len(kept)),
+                token_offset=int(offsets[index]),
+                token_count=counts[index],
+                rows_per_epoch=rows_per_epoch(rule, figures["rows"][index]),
                 stats=stats,
             )
         )
-        kept_spans.append(kept)
-        offset += count
-    return reports, kept_spans
+    return reports, kept, kept_bounds
 
 
 def check_one_tokenizer(task_dirs: list[Path]) -> None:
@@ -555,34 +623,30 @@ def check_one_tokenizer(task_dirs: list[Path]) -> None:
 def _write_epochs(
     staged: Path,
     reports: list[TaskReport],
-    kept_spans: list[Spans],
+    kept: Spans,
+    kept_bounds: np.ndarray,
     config: SamplingConfig,
     progress: bool,
-) -> tuple[list[int], np.int64, list[np.ndarray], dict[str, ManifestEntry]]:
+) -> tuple[list[int], np.int64, np.ndarray, dict[str, ManifestEntry]]:
     """Draw and write every epoch (:mod:`hrm_assets.epoch_draw`); returns tokens per epoch,
-    their int64 total, each task's draw counts per kept row and the manifest entry of each
-    array written (by its path relative to ``staged``)."""
-    fields = {
-        name: np.concatenate([getattr(spans, name) for spans in kept_spans]) for name in SPAN_FIELDS
-    }
+    their int64 total, the draw count of every kept row and the manifest entry of each array
+    written (by its path relative to ``staged``)."""
     tasks = [
-        (len(spans), report.rows_per_epoch)
-        for report, spans in zip(reports, kept_spans, strict=True)
+        (rows, report.rows_per_epoch)
+        for rows, report in zip(np.diff(kept_bounds).tolist(), reports, strict=True)
     ]
     with progress_bar(progress, total=config.epochs, desc="Generating epoch indices") as bar:
         draws = draw_epochs(
             staged,
-            fields,
-            fields["inst_len"] + fields["resp_len"],
+            {name: getattr(kept, name) for name in SPAN_FIELDS},
+            kept.inst_len + kept.resp_len,
             tasks,
             config.epochs,
             config.seed,
             progress=(lambda: bar.update(1)) if progress else None,
         )
     total = np.array(draws.tokens, dtype=np.int64).sum(dtype=np.int64)
-    bases = np.cumsum([0] + [rows for rows, _ in tasks]).tolist()
-    counts = [draws.hits[start:stop] for start, stop in zip(bases, bases[1:], strict=False)]
-    return draws.tokens, total, counts, draws.entries
+    return draws.tokens, total, draws.hits, draws.entries
 
 
 def sample_tokenized(
@@ -659,21 +723,20 @@ def sample_tokenized(
             )
             try:
                 # A context manager, so the bar ends its line even when a folder is rejected.
-                with progress_bar(progress, task_dirs, desc="Reading indices") as bar:
-                    loaded = [
-                        load_spans(task_dir, source.count)
-                        for task_dir, source in zip(bar, sources, strict=True)
-                    ]
-                counts = [count for _, count in loaded]
-                reports, kept_spans = _task_reports(names, loaded, rules, config)
-                del loaded
+                counts = [source.count for source in sources]
+                with progress_bar(progress, total=len(task_dirs), desc="Reading indices") as bar:
+                    table, bounds = read_span_table(task_dirs, counts, bar.update)
+                reports, kept, kept_bounds = _task_reports(
+                    names, table, bounds, counts, rules, config
+                )
+                del table
                 if sum(report.rows_per_epoch for report in reports) == 0:
                     note(
                         "every epoch is empty: no task has rows left to sample "
                         "(see the filtering stats)"
                     )
-                epoch_tokens, total, draws, entries = _write_epochs(
-                    staged, reports, kept_spans, config, progress
+                epoch_tokens, total, hits, entries = _write_epochs(
+                    staged, reports, kept, kept_bounds, config, progress
                 )
             except BaseException:
                 stop.set()
@@ -703,8 +766,8 @@ def sample_tokenized(
 
     categories: dict[str, CoverageStats] = {}
     global_stats = CoverageStats()
-    for report, spans, counter in zip(reports, kept_spans, draws, strict=True):
-        _fill_coverage(report.stats, spans, counter)
+    for report, start, stop in zip(reports, kept_bounds, kept_bounds[1:], strict=False):
+        _fill_coverage(report.stats, kept.rows(start, stop), hits[start:stop])
         categories.setdefault(report.category, CoverageStats()).add(report.stats)
         global_stats.add(report.stats)
     return SamplingResult(
