@@ -28,14 +28,53 @@ pub struct PhiloxState {
 #[derive(Clone, Debug)]
 pub struct Philox {
     state: PhiloxState,
+    /// The blocks of the next counters, computed several at a time (independent multiplies
+    /// overlap); `ahead[ahead_pos..]` are still to come. `state` stays numpy's throughout.
+    ahead: [[u64; 4]; AHEAD],
+    ahead_pos: usize,
 }
+
+/// Blocks computed at once.
+const AHEAD: usize = 4;
 
 fn mul_hi_lo(a: u64, b: u64) -> (u64, u64) {
     let product = u128::from(a) * u128::from(b);
     ((product >> 64) as u64, product as u64)
 }
 
-#[inline]
+fn increment(counter: &mut [u64; 4]) {
+    for word in counter.iter_mut() {
+        *word = word.wrapping_add(1);
+        if *word != 0 {
+            break;
+        }
+    }
+}
+
+/// The blocks of `counter + 1 ..= counter + AHEAD`, their rounds interleaved.
+fn philox_blocks_after(counter: [u64; 4], key: [u64; 2]) -> [[u64; 4]; AHEAD] {
+    let mut words = [counter; AHEAD];
+    let mut next = counter;
+    for block in words.iter_mut() {
+        increment(&mut next);
+        *block = next;
+    }
+    let mut key = key;
+    for round in 0..ROUNDS {
+        if round > 0 {
+            key[0] = key[0].wrapping_add(KEY_STEPS[0]);
+            key[1] = key[1].wrapping_add(KEY_STEPS[1]);
+        }
+        for block in words.iter_mut() {
+            let (hi0, lo0) = mul_hi_lo(MULTIPLIERS[0], block[0]);
+            let (hi1, lo1) = mul_hi_lo(MULTIPLIERS[1], block[2]);
+            *block = [hi1 ^ block[1] ^ key[0], lo1, hi0 ^ block[3] ^ key[1], lo0];
+        }
+    }
+    words
+}
+
+#[cfg(test)]
 fn philox_block(counter: [u64; 4], key: [u64; 2]) -> [u64; 4] {
     let (mut words, mut key) = (counter, key);
     for round in 0..ROUNDS {
@@ -52,7 +91,11 @@ fn philox_block(counter: [u64; 4], key: [u64; 2]) -> [u64; 4] {
 
 impl Philox {
     pub fn from_state(state: PhiloxState) -> Self {
-        Philox { state }
+        Philox {
+            state,
+            ahead: [[0; 4]; AHEAD],
+            ahead_pos: AHEAD,
+        }
     }
 
     pub fn state(&self) -> &PhiloxState {
@@ -67,13 +110,13 @@ impl Philox {
             state.buffer_pos += 1;
             return word;
         }
-        for word in state.counter.iter_mut() {
-            *word = word.wrapping_add(1);
-            if *word != 0 {
-                break;
-            }
+        if self.ahead_pos == AHEAD {
+            self.ahead = philox_blocks_after(state.counter, state.key);
+            self.ahead_pos = 0;
         }
-        state.buffer = philox_block(state.counter, state.key);
+        increment(&mut state.counter);
+        state.buffer = self.ahead[self.ahead_pos];
+        self.ahead_pos += 1;
         state.buffer_pos = 1;
         state.buffer[0]
     }
@@ -195,6 +238,19 @@ mod tests {
         rng.next_u64();
         assert_eq!(rng.state().counter, [0, 0, 8, 0]);
         assert_eq!(rng.state().buffer_pos, 1);
+    }
+
+    #[test]
+    fn blocks_computed_ahead_are_the_blocks_of_the_next_counters() {
+        let key = seeded_zero().state.key;
+        let counter = [u64::MAX - 1, u64::MAX, 5, 0];
+        let ahead = philox_blocks_after(counter, key);
+        let mut next = counter;
+        for block in ahead {
+            increment(&mut next);
+            assert_eq!(block, philox_block(next, key));
+        }
+        assert_eq!(next, [2, 0, 6, 0]);
     }
 
     #[test]
