@@ -59,7 +59,7 @@ from hrm_assets.atomic import (
 )
 from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
-from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers
+from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers, load_integers_quickly
 from hrm_assets.npy_files import npy_layout as read_npy_layout
 from hrm_assets.prefix_config import (
     PrefixConfigError,
@@ -341,6 +341,13 @@ def _load_array(path: Path) -> np.ndarray:
         raise SamplingError(str(exc)) from None
 
 
+def _load_quickly(path: str) -> np.ndarray:
+    try:
+        return load_integers_quickly(path)
+    except NpyFileError as exc:
+        raise SamplingError(str(exc)) from None
+
+
 def npy_layout(path: Path) -> NpyLayout:
     """(dtype, length, byte offset of the data) of a 1-D integer ``.npy``, from its header.
 
@@ -422,7 +429,7 @@ def read_span_table(
     rows = np.zeros(len(task_dirs), dtype=np.int64)
     for index, (task_dir, count) in enumerate(zip(task_dirs, counts, strict=True)):
         folder = str(task_dir)  # plain strings: pathlib would cost more than the reads
-        arrays = [_load_array(os.path.join(folder, f"{name}.npy")) for name in SPAN_FIELDS]
+        arrays = [_load_quickly(os.path.join(folder, f"{name}.npy")) for name in SPAN_FIELDS]
         if len({len(array) for array in arrays}) > 1:
             load_spans(task_dir, count)  # raises, naming the arrays and their lengths
         for name, array in zip(SPAN_FIELDS, arrays, strict=True):

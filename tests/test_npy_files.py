@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hrm_assets.npy_files import NpyFileError, load_integers, npy_layout
+from hrm_assets.npy_files import NpyFileError, load_integers, load_integers_quickly, npy_layout
 
 
 @pytest.mark.parametrize("dtype", ["<u1", "<u2", "<u4", "<u8", "<i4", "<i8", ">u4", ">i8"])
@@ -66,3 +66,20 @@ def test_truncated_missing_and_garbage_files_are_named(tmp_path):
     (tmp_path / "junk.npy").write_bytes(b"not numpy at all")
     with pytest.raises(NpyFileError, match="junk.npy: not a readable .npy array"):
         load_integers(tmp_path / "junk.npy")
+
+
+def test_quick_loader_reads_numpy_files_and_defers_the_rest(tmp_path):
+    plain = tmp_path / "plain.npy"
+    np.save(plain, np.arange(5, dtype=">u4"))
+    array = load_integers_quickly(str(plain))
+    assert array.tolist() == [0, 1, 2, 3, 4] and array.dtype == np.dtype(">u4")
+    fortran = tmp_path / "v2.npy"
+    with open(fortran, "wb") as handle:
+        np.lib.format.write_array(handle, np.arange(3, dtype="<i8"), version=(2, 0))
+    assert load_integers_quickly(str(fortran)).tolist() == [0, 1, 2]
+    truncated = tmp_path / "cut.npy"
+    truncated.write_bytes(plain.read_bytes()[:-3])
+    with pytest.raises(NpyFileError, match="cut.npy: not a readable .npy array: the file is"):
+        load_integers_quickly(str(truncated))
+    with pytest.raises(NpyFileError, match="gone.npy: missing"):
+        load_integers_quickly(str(tmp_path / "gone.npy"))
