@@ -99,6 +99,38 @@ def load_integers(path: Path) -> np.ndarray:
 _DTYPES: dict[bytes, np.dtype] = {}
 
 
+def _plain_layout(prefix: bytes) -> NpyLayout | None:
+    """The layout of ``numpy.save``'s plain 1-D integer header at the start of ``prefix``."""
+    if prefix[:8] != _MAGIC + b"\x01\x00":
+        return None
+    data_offset = 10 + int.from_bytes(prefix[8:10], "little")
+    match = _PLAIN_HEADER.fullmatch(prefix, 10, data_offset)
+    if match is None:
+        return None
+    descr = match["descr"]
+    dtype = _DTYPES.get(descr) or _DTYPES.setdefault(descr, np.dtype(descr.decode()))
+    return NpyLayout(dtype, int(match["length"]), data_offset)
+
+
+def _fits(layout: NpyLayout | None, size: int) -> bool:
+    return layout is not None and size >= layout.data_offset + layout.length * layout.dtype.itemsize
+
+
+def npy_layout_quickly(path: str) -> NpyLayout:
+    """:func:`npy_layout` from one small read for ``numpy.save``'s plain header; anything
+    else goes through :func:`npy_layout` and its errors."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return npy_layout(path)
+    try:
+        layout = _plain_layout(os.pread(fd, 256, 0))
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    return layout if _fits(layout, size) else npy_layout(path)
+
+
 def load_integers_quickly(path: str) -> np.ndarray:
     """:func:`load_integers` in one read for the files ``numpy.save`` writes (its plain 1-D
     header, nothing missing); the array is read-only. Anything else goes through
@@ -111,13 +143,9 @@ def load_integers_quickly(path: str) -> np.ndarray:
         data = os.read(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
-    if data[:8] == _MAGIC + b"\x01\x00":
-        data_offset = 10 + int.from_bytes(data[8:10], "little")
-        match = _PLAIN_HEADER.fullmatch(data, 10, data_offset)
-        if match is not None:
-            descr = match["descr"]
-            dtype = _DTYPES.get(descr) or _DTYPES.setdefault(descr, np.dtype(descr.decode()))
-            length = int(match["length"])
-            if len(data) >= data_offset + length * dtype.itemsize:
-                return np.frombuffer(data, dtype=dtype, count=length, offset=data_offset)
+    layout = _plain_layout(data)
+    if _fits(layout, len(data)):
+        return np.frombuffer(
+            data, dtype=layout.dtype, count=layout.length, offset=layout.data_offset
+        )
     return load_integers(path)

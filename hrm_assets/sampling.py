@@ -60,7 +60,7 @@ from hrm_assets.atomic import (
 from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers, load_integers_quickly
-from hrm_assets.npy_files import npy_layout as read_npy_layout
+from hrm_assets.npy_files import npy_layout_quickly as read_npy_layout
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hrm_assets.npy_files import NpyFileError, load_integers, load_integers_quickly, npy_layout
+from hrm_assets.npy_files import (
+    NpyFileError,
+    load_integers,
+    load_integers_quickly,
+    npy_layout,
+    npy_layout_quickly,
+)
 
 
 @pytest.mark.parametrize("dtype", ["<u1", "<u2", "<u4", "<u8", "<i4", "<i8", ">u4", ">i8"])
@@ -83,3 +89,17 @@ def test_quick_loader_reads_numpy_files_and_defers_the_rest(tmp_path):
         load_integers_quickly(str(truncated))
     with pytest.raises(NpyFileError, match="gone.npy: missing"):
         load_integers_quickly(str(tmp_path / "gone.npy"))
+
+
+def test_quick_layout_equals_the_full_reader(tmp_path):
+    plain = tmp_path / "plain.npy"
+    np.save(plain, np.arange(7, dtype="<u2"))
+    assert npy_layout_quickly(str(plain)) == npy_layout(plain)
+    version2 = tmp_path / "v2.npy"
+    with open(version2, "wb") as handle:
+        np.lib.format.write_array(handle, np.arange(3, dtype="<i8"), version=(2, 0))
+    assert npy_layout_quickly(str(version2)) == npy_layout(version2)
+    truncated = tmp_path / "cut.npy"
+    truncated.write_bytes(plain.read_bytes()[:-1])
+    with pytest.raises(NpyFileError, match="cut.npy: not a readable .npy array: the file is"):
+        npy_layout_quickly(str(truncated))
