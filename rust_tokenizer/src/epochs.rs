@@ -195,18 +195,7 @@ pub fn write_epochs(
 mod tests {
     use super::*;
     use crate::npy::HEADER_LEN;
-    use crate::philox::PhiloxState;
-
-    fn rng() -> Philox {
-        Philox::from_state(PhiloxState {
-            counter: [0; 4],
-            key: [0xdb2c_d7e7_b0f4_78be, 0xabf4_641a_2c71_ba49],
-            buffer: [0; 4],
-            buffer_pos: 4,
-            has_uint32: false,
-            uinteger: 0,
-        })
-    }
+    use crate::philox::seeded_zero as rng;
 
     fn read_i64s(path: &Path) -> Vec<i64> {
         fs::read(path).unwrap()[HEADER_LEN..]

@@ -26,38 +26,21 @@ pub trait NpyElement: Copy + Send + Sync + 'static {
     fn extend_le(values: &[Self], out: &mut Vec<u8>);
 }
 
-impl NpyElement for u32 {
-    const DESCR: &'static str = "<u4";
-    const SIZE: usize = 4;
-    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
-        out.reserve(values.len() * Self::SIZE);
-        for value in values {
-            out.extend_from_slice(&value.to_le_bytes());
+macro_rules! npy_element {
+    ($($t:ty => $descr:literal),*) => {$(
+        impl NpyElement for $t {
+            const DESCR: &'static str = $descr;
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn extend_le(values: &[Self], out: &mut Vec<u8>) {
+                out.reserve(values.len() * Self::SIZE);
+                for value in values {
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
         }
-    }
+    )*};
 }
-
-impl NpyElement for u64 {
-    const DESCR: &'static str = "<u8";
-    const SIZE: usize = 8;
-    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
-        out.reserve(values.len() * Self::SIZE);
-        for value in values {
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-    }
-}
-
-impl NpyElement for i64 {
-    const DESCR: &'static str = "<i8";
-    const SIZE: usize = 8;
-    fn extend_le(values: &[Self], out: &mut Vec<u8>) {
-        out.reserve(values.len() * Self::SIZE);
-        for value in values {
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-    }
-}
+npy_element!(u32 => "<u4", u64 => "<u8", i64 => "<i8");
 
 /// The 128-byte header numpy writes for a 1-D array of `len` elements of type `descr`.
 pub fn header(descr: &str, len: u64) -> [u8; HEADER_LEN] {

@@ -185,22 +185,23 @@ impl Philox {
     }
 }
 
+/// `numpy.random.Philox(0).state` (numpy 2.4): the seed goes through `SeedSequence`, which
+/// this module does not restate; the state is taken as numpy gives it.
+#[cfg(test)]
+pub(crate) fn seeded_zero() -> Philox {
+    Philox::from_state(PhiloxState {
+        counter: [0; 4],
+        key: [0xdb2c_d7e7_b0f4_78be, 0xabf4_641a_2c71_ba49],
+        buffer: [0; 4],
+        buffer_pos: 4,
+        has_uint32: false,
+        uinteger: 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `numpy.random.Philox(0).state` (numpy 2.4): the seed goes through `SeedSequence`, which
-    /// this module does not restate; the state is taken as numpy gives it.
-    fn seeded_zero() -> Philox {
-        Philox::from_state(PhiloxState {
-            counter: [0; 4],
-            key: [0xdb2c_d7e7_b0f4_78be, 0xabf4_641a_2c71_ba49],
-            buffer: [0; 4],
-            buffer_pos: 4,
-            has_uint32: false,
-            uinteger: 0,
-        })
-    }
 
     #[test]
     fn permutations_equal_numpys() {
