@@ -98,3 +98,27 @@ def concatenate_token_arrays(
     Raises ``ValueError`` for a source shorter than its header says or an unsupported type,
     ``OSError`` for IO.
     """
+
+PhiloxState = tuple[list[int], list[int], list[int], int, bool, int]
+
+def philox_permutation(state: PhiloxState, n: int) -> tuple[list[int], PhiloxState]:
+    """``Generator(Philox).permutation(n)`` from numpy's Philox state (counter, key, buffer,
+    buffer_pos, has_uint32, uinteger); returns the permutation and the state after it."""
+
+def write_epoch_arrays(
+    output_dir: str | PathLike[str],
+    fields: list[tuple[str, object]],
+    lengths: object,
+    tasks: list[tuple[int, int]],
+    epochs: int,
+    state: PhiloxState,
+    hits: object,
+    progress: Callable[[], object] | None = None,
+) -> tuple[list[int], list[tuple[str, int, str]], PhiloxState]:
+    """Draw ``epochs`` epochs as data_io does and write ``output_dir/epoch_<n>/<field>.npy``
+    (int64, fsynced) for the four ``(field, int64 array)`` of ``fields``. ``lengths`` (int64)
+    are the rows' tokens, ``tasks`` ``(rows, rows_per_epoch)`` in table order; ``hits`` (a
+    writable int64 array) gets each row's draw count added. ``progress()`` runs after each
+    epoch; an exception it raises stops the draw. Returns ``(tokens per epoch, [(relative
+    path, size, sha256)], state after)``. ``OSError`` (with errno and filename) for IO.
+    """

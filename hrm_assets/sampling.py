@@ -59,8 +59,12 @@ from hrm_assets.atomic import (
 )
 from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
-from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers, load_integers_quickly
-from hrm_assets.npy_files import npy_layout_quickly as read_npy_layout
+from hrm_assets.npy_files import (
+    NpyFileError,
+    NpyLayout,
+    load_integers_quickly,
+    npy_layout_quickly,
+)
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,
@@ -204,8 +208,8 @@ def filter_rows(
     min_resp_length: int,
     drop_short_after_truncate: bool = False,
 ) -> tuple[Spans, FilterCounts]:
-    """Apply the length rules to one task; returns the kept rows (responses truncated) and the
-    counts. The rules are :func:`hrm_assets.span_table.filter_lengths`'."""
+    """Apply the length rules (:func:`hrm_assets.span_table.filter_lengths`) to one task;
+    returns the kept rows (responses truncated) and the counts."""
     filtered = filter_lengths(
         spans.inst_len,
         spans.resp_len,
@@ -334,16 +338,10 @@ def task_directories(tokenized_path: Path) -> list[Path]:
     ]
 
 
-def _load_array(path: Path) -> np.ndarray:
+def _load_array(path: str | Path) -> np.ndarray:
+    """A 1-D integer ``.npy`` (read-only); errors are :class:`SamplingError` naming the file."""
     try:
-        return load_integers(path)
-    except NpyFileError as exc:
-        raise SamplingError(str(exc)) from None
-
-
-def _load_quickly(path: str) -> np.ndarray:
-    try:
-        return load_integers_quickly(path)
+        return load_integers_quickly(str(path))
     except NpyFileError as exc:
         raise SamplingError(str(exc)) from None
 
@@ -354,7 +352,7 @@ def npy_layout(path: Path) -> NpyLayout:
     Raises :class:`SamplingError` naming the file.
     """
     try:
-        return read_npy_layout(path)
+        return npy_layout_quickly(path)
     except NpyFileError as exc:
         raise SamplingError(str(exc)) from None
 
@@ -429,7 +427,7 @@ def read_span_table(
     rows = np.zeros(len(task_dirs), dtype=np.int64)
     for index, (task_dir, count) in enumerate(zip(task_dirs, counts, strict=True)):
         folder = str(task_dir)  # plain strings: pathlib would cost more than the reads
-        arrays = [_load_quickly(os.path.join(folder, f"{name}.npy")) for name in SPAN_FIELDS]
+        arrays = [_load_array(os.path.join(folder, f"{name}.npy")) for name in SPAN_FIELDS]
         if len({len(array) for array in arrays}) > 1:
             load_spans(task_dir, count)  # raises, naming the arrays and their lengths
         for name, array in zip(SPAN_FIELDS, arrays, strict=True):
@@ -729,8 +727,8 @@ def sample_tokenized(
                 stop=stop,
             )
             try:
-                # A context manager, so the bar ends its line even when a folder is rejected.
                 counts = [source.count for source in sources]
+                # A context manager, so the bar ends its line even when a folder is rejected.
                 with progress_bar(progress, total=len(task_dirs), desc="Reading indices") as bar:
                     table, bounds = read_span_table(task_dirs, counts, bar.update)
                 reports, kept, kept_bounds = _task_reports(

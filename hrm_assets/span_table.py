@@ -99,5 +99,7 @@ def filter_lengths(
         dropped_long=long_enough & ~fits,
         truncated=keep & (kept_resp_len < resp_len),
         short_after_truncate=short_after,
-        dropped_short_after_truncate=short_after if drop_short_after_truncate else keep & False,
+        dropped_short_after_truncate=(
+            short_after if drop_short_after_truncate else np.zeros_like(short_after)
+        ),
     )

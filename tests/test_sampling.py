@@ -842,6 +842,12 @@ def _corrupt(kind: str, config: SamplingConfig) -> str:
     if kind == "negative":
         np.save(task / "inst_start.npy", np.array([0, -1, 2, 3], dtype=np.int64))
         return "negative"
+    if kind == "uint64-past-int64":
+        # Read as int64 without a copy, 2**63 + 5 turns negative: still refused, by value.
+        lengths = np.load(task / "inst_len.npy").astype(np.uint64)
+        lengths[1] = 2**63 + 5
+        np.save(task / "inst_len.npy", lengths)
+        return f"value {2**63 + 5} exceeds"
     if kind == "missing-prefix-config":
         config.prefix_config_path.unlink()
         return "prefix config not found"
@@ -882,6 +888,7 @@ BAD_KINDS = [
     "token-count",
     "span-past-end",
     "negative",
+    "uint64-past-int64",
     "missing-prefix-config",
     "malformed-prefix-config",
     "unknown-rule-field",
