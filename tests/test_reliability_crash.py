@@ -86,12 +86,16 @@ def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
         runs += 1
         assert runs <= 3 * KILLS, f"only {killed} of {runs} runs were killed"
         folders = [p for p in visible(out) if p.is_dir()] if out.exists() else []
-        if folders and (status == 0 or rng.random() < 0.3):
+        if folders and (status == 0 or rng.random() < 0.3 or len(folders) == len(expected_folders)):
             # Lose finished folders, so that the next run has work to be killed in.
             low = len(folders) // 2 if status == 0 else 1
             for folder in rng.sample(folders, k=rng.randint(max(1, low), len(folders))):
                 shutil.rmtree(folder)
-        status = run_or_kill(command(out), rng.uniform(startup * 0.8, elapsed * 1.05))
+        # The next run redoes only the missing folders: the kill moment is drawn within the
+        # time that work takes, not a whole run's (else most runs finish before their kill).
+        done = len([p for p in visible(out) if p.is_dir()]) if out.exists() else 0
+        work = (elapsed - startup) * (len(expected_folders) - done) / len(expected_folders)
+        status = run_or_kill(command(out), rng.uniform(startup * 0.8, (startup + work) * 1.05))
         if status is None:
             killed += 1
         else:
