@@ -32,6 +32,8 @@ pub struct Philox {
     /// overlap); `ahead[ahead_pos..]` are still to come. `state` stays numpy's throughout.
     ahead: [[u64; 4]; AHEAD],
     ahead_pos: usize,
+    /// Each shuffle step's drawn index, reused from shuffle to shuffle.
+    others: Vec<u32>,
 }
 
 /// Blocks computed at once.
@@ -49,6 +51,21 @@ fn increment(counter: &mut [u64; 4]) {
             break;
         }
     }
+}
+
+/// `counter + n`, carried across the words.
+fn counter_plus(counter: [u64; 4], n: u64) -> [u64; 4] {
+    let mut sum = counter;
+    let mut carry = n;
+    for word in sum.iter_mut() {
+        let (value, overflowed) = word.overflowing_add(carry);
+        *word = value;
+        carry = u64::from(overflowed);
+        if carry == 0 {
+            break;
+        }
+    }
+    sum
 }
 
 /// The blocks of `counter + 1 ..= counter + AHEAD`, their rounds interleaved.
@@ -95,6 +112,7 @@ impl Philox {
             state,
             ahead: [[0; 4]; AHEAD],
             ahead_pos: AHEAD,
+            others: Vec::new(),
         }
     }
 
@@ -159,10 +177,77 @@ impl Philox {
 
     /// Shuffle in place as numpy's `Generator.shuffle` does (Fisher-Yates from the end).
     pub fn shuffle<T>(&mut self, values: &mut [T]) {
-        for last in (1..values.len()).rev() {
+        let mut last = values.len().saturating_sub(1);
+        // A draw at a time while they are 64-bit or a buffered word is left to hand out.
+        while last > 0 && (last as u64 > u64::from(u32::MAX) || !self.at_block_boundary()) {
             let other = self.interval(last as u64) as usize;
             values.swap(last, other);
+            last -= 1;
         }
+        if last > 0 {
+            self.shuffle_from_fresh_blocks(&mut values[..=last]);
+        }
+    }
+
+    /// Whether the next draw starts a new block (nothing buffered).
+    fn at_block_boundary(&self) -> bool {
+        !self.state.has_uint32 && self.state.buffer_pos >= 4
+    }
+
+    /// Fisher-Yates over `values`, whose draws are all 32-bit and start at a block boundary,
+    /// so they are the next blocks' words, low half first. Two passes: every step's drawn
+    /// index first, from a batch of blocks generated at once, without branching on the
+    /// rejections (about a quarter of the draws, at random); then the swaps, whose loads no
+    /// longer wait on the draws. numpy's state is set once at the end from the draws used.
+    fn shuffle_from_fresh_blocks<T>(&mut self, values: &mut [T]) {
+        const DRAWS_PER_BLOCK: usize = 8;
+        const BATCH: usize = DRAWS_PER_BLOCK * AHEAD;
+        let (start, key) = (self.state.counter, self.state.key);
+        let mut blocks = [[0u64; 4]; AHEAD];
+        let mut draws = [0u32; BATCH];
+        let (mut used, mut batches) = (BATCH, 0u64);
+        let others = &mut self.others;
+        others.clear();
+        others.resize(values.len(), 0);
+        let mut last = values.len() - 1;
+        while last > 0 {
+            if used == BATCH {
+                blocks = philox_blocks_after(counter_plus(start, batches * AHEAD as u64), key);
+                for (pair, word) in draws.chunks_exact_mut(2).zip(blocks.iter().flatten()) {
+                    pair[0] = *word as u32;
+                    pair[1] = (*word >> 32) as u32;
+                }
+                (used, batches) = (0, batches + 1);
+            }
+            // A rejected draw is overwritten by the next one, for the same step.
+            for &draw in &draws[used..] {
+                let max = last as u32;
+                let value = draw & (u32::MAX >> max.leading_zeros());
+                used += 1;
+                others[last] = value;
+                last -= usize::from(value <= max);
+                if last == 0 {
+                    break;
+                }
+            }
+        }
+        for (last, &other) in others.iter().enumerate().skip(1).rev() {
+            values.swap(last, other as usize);
+        }
+        if batches == 0 {
+            return;
+        }
+        // The last draw came from block `in_batch - 1` of the last batch, as its word
+        // `(in_block - 1) / 2`: low half when `in_block` is odd (the high half then waits).
+        let in_batch = used.div_ceil(DRAWS_PER_BLOCK);
+        let in_block = used - DRAWS_PER_BLOCK * (in_batch - 1);
+        let state = &mut self.state;
+        state.counter = counter_plus(start, (batches - 1) * AHEAD as u64 + in_batch as u64);
+        state.buffer = blocks[in_batch - 1];
+        state.buffer_pos = in_block.div_ceil(2);
+        state.has_uint32 = in_block % 2 == 1;
+        state.uinteger = (state.buffer[(in_block - 1) / 2] >> 32) as u32;
+        self.ahead_pos = AHEAD;
     }
 
     /// `Generator.permutation(n)`: `0..n` shuffled.
@@ -228,6 +313,57 @@ mod tests {
             assert_eq!(out, expected);
         }
         assert_eq!(wide.state(), narrow.state());
+    }
+
+    /// numpy's shuffle as written: one `random_interval` per step.
+    fn shuffle_draw_by_draw<T>(rng: &mut Philox, values: &mut [T]) {
+        for last in (1..values.len()).rev() {
+            let other = rng.interval(last as u64) as usize;
+            values.swap(last, other);
+        }
+    }
+
+    #[test]
+    fn batched_shuffles_are_numpys_draws_and_leave_numpys_state() {
+        // Sizes around the batch (32 draws) and block (8 draws) lengths and past a power of
+        // two; each starting anywhere within a block, after 32- or 64-bit draws.
+        for n in [2usize, 3, 7, 8, 9, 31, 32, 33, 34, 100, 257, 4097, 70_000] {
+            for skipped in 0..10 {
+                for wide_first in [false, true] {
+                    let mut batched = seeded_zero();
+                    if wide_first {
+                        batched.next_u64();
+                    }
+                    for _ in 0..skipped {
+                        batched.next_u32();
+                    }
+                    let mut reference = batched.clone();
+                    let mut fast: Vec<u32> = (0..n as u32).collect();
+                    let mut slow = fast.clone();
+                    batched.shuffle(&mut fast);
+                    shuffle_draw_by_draw(&mut reference, &mut slow);
+                    assert_eq!(fast, slow, "n {n}, skipped {skipped}");
+                    assert_eq!(
+                        batched.state(),
+                        reference.state(),
+                        "n {n}, skipped {skipped}"
+                    );
+                    // And both go on alike.
+                    assert_eq!(batched.next_u64(), reference.next_u64());
+                    assert_eq!(batched.next_u32(), reference.next_u32());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counters_add_with_carries() {
+        assert_eq!(counter_plus([1, 2, 3, 4], 5), [6, 2, 3, 4]);
+        assert_eq!(counter_plus([u64::MAX - 1, 9, 0, 0], 3), [1, 10, 0, 0]);
+        assert_eq!(
+            counter_plus([u64::MAX, u64::MAX, u64::MAX, 0], 1),
+            [0, 0, 0, 1]
+        );
     }
 
     #[test]
