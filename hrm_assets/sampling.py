@@ -41,7 +41,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -264,9 +264,18 @@ class CoverageStats:
             + self.rows_dropped_short_after_truncate
         )
 
-    def add(self, other: CoverageStats) -> None:
-        for item in fields(self):
-            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+    @classmethod
+    def total(cls, parts: Iterable[CoverageStats]) -> CoverageStats:
+        """Every figure summed over ``parts``."""
+        sums = dict.fromkeys(_COVERAGE_FIELDS, 0)
+        for part in parts:
+            values = vars(part)
+            for name in _COVERAGE_FIELDS:
+                sums[name] += values[name]
+        return cls(**sums)
+
+
+_COVERAGE_FIELDS = tuple(item.name for item in fields(CoverageStats))
 
 
 @dataclass(frozen=True)
@@ -743,6 +752,7 @@ def sample_tokenized(
                 epoch_tokens, total, hits, entries = _write_epochs(
                     staged, reports, kept, kept_bounds, config, progress
                 )
+                _fill_coverage(reports, kept, kept_bounds, hits)
             except BaseException:
                 stop.set()
                 raise
@@ -769,12 +779,10 @@ def sample_tokenized(
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
 
-    categories: dict[str, CoverageStats] = {}
-    global_stats = CoverageStats()
-    for report, start, stop in zip(reports, kept_bounds, kept_bounds[1:], strict=False):
-        _fill_coverage(report.stats, kept.rows(start, stop), hits[start:stop])
-        categories.setdefault(report.category, CoverageStats()).add(report.stats)
-        global_stats.add(report.stats)
+    by_category: dict[str, list[CoverageStats]] = {}
+    for report in reports:
+        by_category.setdefault(report.category, []).append(report.stats)
+    categories = {name: CoverageStats.total(parts) for name, parts in by_category.items()}
     return SamplingResult(
         config=config,
         output_path=output,
@@ -782,7 +790,7 @@ def sample_tokenized(
         total_tokens=int(sum(counts)),
         tasks=reports,
         categories=dict(sorted(categories.items())),
-        global_stats=global_stats,
+        global_stats=CoverageStats.total(report.stats for report in reports),
         epoch_rows=[sum(report.rows_per_epoch for report in reports)] * config.epochs,
         epoch_tokens=epoch_tokens,
         metadata=json.loads(metadata.model_dump_json()),
@@ -790,12 +798,23 @@ def sample_tokenized(
     )
 
 
-def _fill_coverage(stats: CoverageStats, spans: Spans, counter: np.ndarray) -> None:
-    drawn = counter > 0
-    lengths = spans.inst_len + spans.resp_len
-    stats.covered_rows = int(counter.sum())
-    stats.covered_inst_tokens = int((spans.inst_len * counter).sum())
-    stats.covered_resp_tokens = int((spans.resp_len * counter).sum())
-    stats.covered_tokens = stats.covered_inst_tokens + stats.covered_resp_tokens
-    stats.unique_rows = int(np.count_nonzero(drawn))
-    stats.unique_tokens = int(lengths[drawn].sum())
+def _fill_coverage(
+    reports: list[TaskReport], kept: Spans, kept_bounds: np.ndarray, hits: np.ndarray
+) -> None:
+    """Each task's draw figures, from how often each of its kept rows was drawn (``hits``)."""
+    drawn = hits > 0
+    figures = {
+        "covered_rows": segment_sums(hits, kept_bounds),
+        "covered_inst_tokens": segment_sums(kept.inst_len * hits, kept_bounds),
+        "covered_resp_tokens": segment_sums(kept.resp_len * hits, kept_bounds),
+        "unique_rows": segment_sums(drawn, kept_bounds),
+        "unique_tokens": segment_sums(
+            np.where(drawn, kept.inst_len + kept.resp_len, 0), kept_bounds
+        ),
+    }
+    columns = {name: values.tolist() for name, values in figures.items()}
+    for index, report in enumerate(reports):
+        stats = report.stats
+        for name, values in columns.items():
+            setattr(stats, name, values[index])
+        stats.covered_tokens = stats.covered_inst_tokens + stats.covered_resp_tokens

@@ -457,6 +457,13 @@ def test_result_stats_match_reference(tmp_path):
         assert task.stats.rows_truncated == ref["truncated"]
         assert task.stats.rows + task.stats.rows_dropped == task.stats.source_rows
         assert task.stats.covered_rows == sum(ref["hits"]) == 3 * task.rows_per_epoch
+        hits = np.array(ref["hits"], dtype=np.int64)
+        inst, resp = (np.array([row[i] for row in ref["rows"]], dtype=np.int64) for i in (1, 3))
+        assert task.stats.covered_inst_tokens == int((inst * hits).sum())
+        assert task.stats.covered_resp_tokens == int((resp * hits).sum())
+        assert task.stats.covered_tokens == int(((inst + resp) * hits).sum())
+        assert task.stats.unique_rows == int((hits > 0).sum())
+        assert task.stats.unique_tokens == int((inst + resp)[hits > 0].sum())
     flan = next(t for t in result.tasks if t.name == "flan__y.parquet")
     assert flan.matched_prefix == "flan__" and flan.rule.long_context == "drop"
     assert flan.stats.rows_dropped_long > 0 and flan.stats.rows_truncated == 0
@@ -472,9 +479,12 @@ def test_result_stats_match_reference(tmp_path):
         "empty.jsonl",
         "zz_long.jsonl",
     }
-    assert result.categories["flan"].rows == sum(
-        t.stats.rows for t in result.tasks if t.category == "flan"
-    )
+    for name, category in result.categories.items():
+        members = [t.stats for t in result.tasks if t.category == name]
+        for figure, value in vars(category).items():
+            assert value == sum(vars(stats)[figure] for stats in members), (name, figure)
+    for figure, value in vars(result.global_stats).items():
+        assert value == sum(vars(t.stats)[figure] for t in result.tasks), figure
 
     tokens = np.load(tmp_path / "sampled" / "tokens.npy")
     assert result.total_tokens == len(tokens)
