@@ -105,6 +105,18 @@ def philox_permutation(state: PhiloxState, n: int) -> tuple[list[int], PhiloxSta
     """``Generator(Philox).permutation(n)`` from numpy's Philox state (counter, key, buffer,
     buffer_pos, has_uint32, uinteger); returns the permutation and the state after it."""
 
+def read_span_columns(
+    folders: list[str | PathLike[str]],
+    fields: list[str],
+    token_counts: list[int],
+    progress: Callable[[int], object] | None = None,
+) -> tuple[list[bytes], list[int], int | None] | None:
+    """Every folder's ``<field>.npy`` (the four span fields), back to back as int64 bytes,
+    checked against each folder's token count; returns ``(columns, rows per folder, first
+    inconsistent folder or None)``, or None when a file is not a plain ``numpy.save`` array or
+    a folder's arrays differ in length (read those some other way). ``progress(folders)`` is
+    called at most every 200 ms and once at the end."""
+
 def write_epoch_arrays(
     output_dir: str | PathLike[str],
     fields: list[tuple[str, object]],

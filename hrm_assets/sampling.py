@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hrm_assets import _tokenizer
 from hrm_assets.atomic import (
     TMP_PREFIX,
     atomic_directory,
@@ -423,15 +424,50 @@ def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
 
 
 def read_span_table(
-    task_dirs: list[Path], counts: list[int], on_task: Callable[[], object] | None = None
+    task_dirs: list[Path], counts: list[int], on_tasks: Callable[[int], object] | None = None
 ) -> tuple[Spans, np.ndarray]:
     """Every task's spans back to back (int64) and the bounds of each task's rows (task ``t``
     owns rows ``bounds[t]:bounds[t + 1]``), checked as :func:`load_spans` checks them.
 
-    The checks run over all rows at once (:mod:`hrm_assets.span_table`); the first task that
-    fails them is read again by :func:`load_spans`, whose error names its file. ``on_task`` is
-    called after each task folder is read.
+    The Rust core reads and checks the arrays ``numpy.save`` writes, all tasks in one call
+    (``rust_tokenizer/src/spans.rs``); anything else is read here. The first task that fails
+    the checks is read again by :func:`load_spans`, whose error names its file.
+    ``on_tasks(n)`` is called as task folders are read.
     """
+    reported = 0
+
+    def report(tasks: int) -> None:
+        nonlocal reported
+        reported += tasks
+        if on_tasks is not None:
+            on_tasks(tasks)
+
+    read = _tokenizer.read_span_columns(
+        [str(task_dir) for task_dir in task_dirs], list(SPAN_FIELDS), counts, report
+    )
+    if read is None:
+        table, bounds, bad = _read_span_table_by_task(task_dirs, counts, report, skip=reported)
+    else:
+        columns, rows, bad = read
+        table = Spans(
+            **{
+                name: np.frombuffer(column, dtype=np.int64)
+                for name, column in zip(SPAN_FIELDS, columns, strict=True)
+            }
+        )
+        bounds = np.zeros(len(task_dirs) + 1, dtype=np.int64)
+        np.cumsum(rows, out=bounds[1:])
+    if bad is not None:
+        load_spans(task_dirs[bad], counts[bad])  # raises the task's own message
+        raise SamplingError(f"{task_dirs[bad]}: inconsistent span arrays")
+    return table, bounds
+
+
+def _read_span_table_by_task(
+    task_dirs: list[Path], counts: list[int], report: Callable[[int], object], skip: int
+) -> tuple[Spans, np.ndarray, int | None]:
+    """:func:`read_span_table` for arrays of any header, a task at a time (``skip``: tasks
+    already reported as read); also returns the first inconsistent task."""
     parts: dict[str, list[np.ndarray]] = {name: [] for name in SPAN_FIELDS}
     rows = np.zeros(len(task_dirs), dtype=np.int64)
     for index, (task_dir, count) in enumerate(zip(task_dirs, counts, strict=True)):
@@ -442,8 +478,8 @@ def read_span_table(
         for name, array in zip(SPAN_FIELDS, arrays, strict=True):
             parts[name].append(_as_int64(array))
         rows[index] = len(arrays[0])
-        if on_task is not None:
-            on_task()
+        if index >= skip:
+            report(1)
     bounds = np.zeros(len(task_dirs) + 1, dtype=np.int64)
     np.cumsum(rows, out=bounds[1:])
     table = Spans(
@@ -460,10 +496,7 @@ def read_span_table(
         bounds,
         np.asarray(counts, dtype=np.int64),
     )
-    if bad is not None:
-        load_spans(task_dirs[bad], counts[bad])  # raises the task's own message
-        raise SamplingError(f"{task_dirs[bad]}: inconsistent span arrays")
-    return table, bounds
+    return table, bounds, bad
 
 
 # --------------------------------------------------------------------------- writing outputs

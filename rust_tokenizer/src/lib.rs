@@ -13,6 +13,7 @@ pub mod npy;
 pub mod output;
 pub mod philox;
 pub mod reader;
+pub mod spans;
 
 #[cfg(feature = "pyo3")]
 mod python;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::concat::{concatenate_tokens, IntType, TokenSource};
 use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
@@ -24,6 +24,7 @@ use crate::output::{
     tokenize_to_folder, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, OWNER_MARKER,
 };
 use crate::philox::{Philox, PhiloxState};
+use crate::spans::read_span_table;
 
 fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
     let message = err.to_string();
@@ -395,12 +396,78 @@ fn write_epoch_arrays(
     Ok((done.tokens, written, philox_tuple(&rng)))
 }
 
+/// Every folder's `<field>.npy` for the four span `fields`, back to back as int64, checked
+/// against each folder's token count (`rust_tokenizer/src/spans.rs`). Returns `(four bytes
+/// objects of int64 values, rows per folder, first inconsistent folder or None)`, or None when
+/// some file is not a plain `numpy.save` array or a folder's arrays differ in length (the
+/// caller reads those its own way). `progress(folders)` gets the folders read since its last
+/// call, at most every 200 ms and once at the end.
+#[pyfunction]
+#[pyo3(signature = (folders, fields, token_counts, progress = None))]
+#[allow(clippy::type_complexity)]
+fn read_span_columns<'py>(
+    py: Python<'py>,
+    folders: Vec<PathBuf>,
+    fields: Vec<String>,
+    token_counts: Vec<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Option<(Vec<Bound<'py, PyBytes>>, Vec<u64>, Option<usize>)>> {
+    let names: [&str; FIELDS] = fields
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .try_into()
+        .map_err(|_| PyValueError::new_err(format!("{FIELDS} fields expected")))?;
+    if folders.len() != token_counts.len() {
+        return Err(PyValueError::new_err("one token count per folder expected"));
+    }
+    let mut callback_error: Option<PyErr> = None;
+    let mut unreported = 0usize;
+    let table = py.detach(|| {
+        let mut last_report = Instant::now();
+        let mut report = |folders: usize| {
+            unreported += folders;
+            let Some(callback) = &progress else { return };
+            if callback_error.is_some() || last_report.elapsed() < PROGRESS_INTERVAL {
+                return;
+            }
+            callback_error = Python::attach(|py| callback.call1(py, (unreported,)).err());
+            unreported = 0;
+            last_report = Instant::now();
+        };
+        read_span_table(&folders, &names, &token_counts, &mut report)
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    let Some(table) = table else {
+        return Ok(None);
+    };
+    if let (Some(callback), true) = (&progress, unreported > 0) {
+        callback.call1(py, (unreported,))?;
+    }
+    let columns = table
+        .columns
+        .iter()
+        .map(|column| {
+            PyBytes::new_with(py, column.len() * 8, |bytes| {
+                for (slot, value) in bytes.chunks_exact_mut(8).zip(column) {
+                    slot.copy_from_slice(&value.to_ne_bytes());
+                }
+                Ok(())
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Some((columns, table.rows, table.first_inconsistent)))
+}
+
 #[pymodule]
 fn _tokenizer(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Encoder>()?;
     module.add_function(wrap_pyfunction!(concatenate_token_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(philox_permutation, module)?)?;
     module.add_function(wrap_pyfunction!(write_epoch_arrays, module)?)?;
+    module.add_function(wrap_pyfunction!(read_span_columns, module)?)?;
     module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
     module.add("OWNER_MARKER", OWNER_MARKER)?;
     module.add("METADATA_FILE", METADATA_FILE)?;
