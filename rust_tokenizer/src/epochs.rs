@@ -376,4 +376,49 @@ mod tests {
         assert!(dir.path().join("epoch_0").is_dir());
         assert!(!dir.path().join("epoch_1").exists());
     }
+
+    #[test]
+    fn a_write_error_is_reported_and_ends_the_draw() {
+        // Epochs of several chunks, so the draw is ahead of the writer when the writer fails.
+        let rows = 5 * CHUNK_ROWS;
+        let values: Vec<i64> = (0..rows as i64).collect();
+        let table = RowTable {
+            fields: [
+                ("a", &values),
+                ("b", &values),
+                ("c", &values),
+                ("d", &values),
+            ],
+            lengths: &values,
+            tasks: &[TaskRows {
+                rows: rows as u64,
+                per_epoch: rows as u64,
+            }],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("epoch_1"), b"in the way").unwrap();
+        let mut epochs_drawn = 0;
+        let err = write_epochs(
+            dir.path(),
+            &table,
+            4,
+            &mut rng(),
+            &mut vec![0; rows],
+            &mut || {
+                epochs_drawn += 1;
+                true
+            },
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&dir.path().join("epoch_1").display().to_string()),
+            "{err}"
+        );
+        assert!(
+            epochs_drawn < 4,
+            "the draw went on after the writer stopped"
+        );
+        assert_eq!(read_i64s(&dir.path().join("epoch_0/a.npy")).len(), rows);
+    }
 }

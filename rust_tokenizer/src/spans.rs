@@ -293,9 +293,15 @@ mod tests {
         write_task(&folder, [&[0], &[1], &[1], &[1]]);
         assert!(read(std::slice::from_ref(&folder), &[2]).is_some());
         write_npy::<u64>(&folder.join("resp_len.npy"), &[1, 1]).unwrap();
-        assert!(read(std::slice::from_ref(&folder), &[2]).is_none(), "lengths differ");
+        assert!(
+            read(std::slice::from_ref(&folder), &[2]).is_none(),
+            "lengths differ"
+        );
         std::fs::remove_file(folder.join("resp_len.npy")).unwrap();
-        assert!(read(std::slice::from_ref(&folder), &[2]).is_none(), "missing");
+        assert!(
+            read(std::slice::from_ref(&folder), &[2]).is_none(),
+            "missing"
+        );
         std::fs::write(folder.join("resp_len.npy"), b"not an array").unwrap();
         assert!(read(&[folder], &[2]).is_none(), "not .npy");
     }
