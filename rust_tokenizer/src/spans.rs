@@ -6,7 +6,7 @@
 //! in length) makes [`read_span_table`] answer `None`, and the caller reads the tasks its own
 //! way, which also names the problem.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::concat::IntType;
 use crate::epochs::FIELDS;
@@ -129,7 +129,7 @@ pub fn read_span_table(
         let start = columns[0].len();
         let mut lengths = [0u64; FIELDS];
         for ((column, name), length) in columns.iter_mut().zip(fields).zip(&mut lengths) {
-            let bytes = read_file(&folder.join(format!("{name}.npy")))?;
+            let bytes = std::fs::read(folder.join(format!("{name}.npy"))).ok()?;
             *length = append_array(&bytes, column)?;
         }
         if lengths.iter().any(|&length| length != lengths[0]) {
@@ -148,14 +148,11 @@ pub fn read_span_table(
     })
 }
 
-fn read_file(path: &Path) -> Option<Vec<u8>> {
-    std::fs::read(path).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::npy::{header, write_npy};
+    use std::path::Path;
 
     const FIELD_NAMES: [&str; FIELDS] = ["inst_start", "inst_len", "resp_start", "resp_len"];
 
