@@ -185,10 +185,6 @@ class Spans:
     def select(self, mask: np.ndarray) -> Spans:
         return Spans(*(getattr(self, name)[mask] for name in SPAN_FIELDS))
 
-    def rows(self, start: int, stop: int) -> Spans:
-        """Rows ``start:stop`` (views, not copies)."""
-        return Spans(*(getattr(self, name)[start:stop] for name in SPAN_FIELDS))
-
 
 @dataclass(frozen=True)
 class FilterCounts:
