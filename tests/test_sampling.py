@@ -426,6 +426,18 @@ def test_span_readers_agree_on_every_integer_type(tmp_path):
         assert np.array_equal(getattr(rust, name), getattr(python, name)), name
 
 
+def test_an_exception_in_the_span_progress_callback_is_raised(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    task_dirs = sampling.task_directories(tokenized)
+    counts = [sampling.token_count(task_dir) for task_dir in task_dirs]
+
+    def refuse(tasks):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sampling.read_span_table(task_dirs, counts, refuse)
+
+
 def test_span_files_the_rust_reader_does_not_take_are_read_in_python(tmp_path):
     # A version 2.0 header (numpy writes one for very long headers) is not numpy.save's usual
     # header: the Rust reader declines the whole table and Python reads it, with the same result.

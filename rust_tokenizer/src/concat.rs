@@ -148,7 +148,7 @@ fn cast_from<S: Element, const BIG: bool>(
 
 /// Cast `raw` (elements of `source`) into `out` (elements of `target`, little-endian); returns
 /// the largest source value.
-fn cast(raw: &[u8], source: IntType, target: IntType, out: &mut [u8]) -> Option<i128> {
+pub(crate) fn cast(raw: &[u8], source: IntType, target: IntType, out: &mut [u8]) -> Option<i128> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2, checked just above.

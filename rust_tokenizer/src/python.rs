@@ -68,6 +68,55 @@ fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
 /// The shortest time between two progress reports to Python.
 const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Counts of work done, handed to a Python `progress(count)` at most every `PROGRESS_INTERVAL`
+/// (each call takes the GIL, which the caller's other threads are using meanwhile). The first
+/// exception the callback raises is kept and stops the work; [`ThrottledProgress::finish`]
+/// raises it, or reports what is left.
+struct ThrottledProgress<'a> {
+    callback: Option<&'a Py<PyAny>>,
+    unreported: u64,
+    last_report: Instant,
+    error: Option<PyErr>,
+}
+
+impl<'a> ThrottledProgress<'a> {
+    fn new(callback: Option<&'a Py<PyAny>>) -> Self {
+        ThrottledProgress {
+            callback,
+            unreported: 0,
+            last_report: Instant::now(),
+            error: None,
+        }
+    }
+
+    /// Count `done` more (without the GIL); answers whether to go on.
+    fn add(&mut self, done: u64) -> bool {
+        self.unreported += done;
+        let Some(callback) = self.callback else {
+            return true;
+        };
+        if self.error.is_some() || self.last_report.elapsed() < PROGRESS_INTERVAL {
+            return self.error.is_none();
+        }
+        self.error = Python::attach(|py| callback.call1(py, (self.unreported,)).err());
+        self.unreported = 0;
+        self.last_report = Instant::now();
+        self.error.is_none()
+    }
+
+    /// After the work: the callback's exception if it raised one, else (when the work
+    /// `succeeded`) a last report of the counts not yet reported.
+    fn finish(self, py: Python<'_>, succeeded: bool) -> PyResult<()> {
+        if let Some(err) = self.error {
+            return Err(err);
+        }
+        if let (Some(callback), true, true) = (self.callback, succeeded, self.unreported > 0) {
+            callback.call1(py, (self.unreported,))?;
+        }
+        Ok(())
+    }
+}
+
 /// Texts whose ids become Python lists between two offers of the GIL to other threads.
 const CONVERSION_CHUNK: usize = 256;
 
@@ -234,26 +283,8 @@ fn concatenate_token_arrays(
     };
     let sources = parse(sources).map_err(|err| to_py_err(py, err))?;
     let target = IntType::parse(dtype).map_err(|err| to_py_err(py, err))?;
-    // Progress goes to Python at most every PROGRESS_INTERVAL: each call takes the GIL, which
-    // the caller's other threads are using meanwhile.
-    let mut callback_error: Option<PyErr> = None;
-    let mut unreported = 0u64;
+    let mut report = ThrottledProgress::new(progress.as_ref());
     let result = py.detach(|| {
-        let mut last_report = Instant::now();
-        let mut report = |elements: u64| {
-            unreported += elements;
-            let Some(callback) = &progress else {
-                return true;
-            };
-            if last_report.elapsed() < PROGRESS_INTERVAL {
-                return true;
-            }
-            // An exception in the callback stops the copy and is raised to the caller.
-            callback_error = Python::attach(|py| callback.call1(py, (unreported,)).err());
-            unreported = 0;
-            last_report = Instant::now();
-            callback_error.is_none()
-        };
         concatenate_tokens(
             &destination,
             &header,
@@ -261,17 +292,11 @@ fn concatenate_token_arrays(
             target,
             workers,
             block_elements,
-            &mut report,
+            &mut |elements| report.add(elements),
         )
     });
-    if let (Some(callback), None, true) = (&progress, &callback_error, result.is_ok()) {
-        if unreported > 0 {
-            callback.call1(py, (unreported,))?;
-        }
-    }
-    if let Some(err) = callback_error {
-        return Err(err);
-    }
+    // An exception in the callback stopped the copy: it is raised rather than the stop.
+    report.finish(py, result.is_ok())?;
     let done = result.map_err(|err| to_py_err(py, err))?;
     Ok((done.max_id, done.sha256, done.size))
 }
@@ -421,31 +446,16 @@ fn read_span_columns<'py>(
     if folders.len() != token_counts.len() {
         return Err(PyValueError::new_err("one token count per folder expected"));
     }
-    let mut callback_error: Option<PyErr> = None;
-    let mut unreported = 0usize;
+    let mut report = ThrottledProgress::new(progress.as_ref());
     let table = py.detach(|| {
-        let mut last_report = Instant::now();
-        let mut report = |folders: usize| {
-            unreported += folders;
-            let Some(callback) = &progress else { return };
-            if callback_error.is_some() || last_report.elapsed() < PROGRESS_INTERVAL {
-                return;
-            }
-            callback_error = Python::attach(|py| callback.call1(py, (unreported,)).err());
-            unreported = 0;
-            last_report = Instant::now();
-        };
-        read_span_table(&folders, &names, &token_counts, &mut report)
+        read_span_table(&folders, &names, &token_counts, &mut |folders| {
+            report.add(folders as u64)
+        })
     });
-    if let Some(err) = callback_error {
-        return Err(err);
-    }
+    report.finish(py, table.is_some())?;
     let Some(table) = table else {
         return Ok(None);
     };
-    if let (Some(callback), true) = (&progress, unreported > 0) {
-        callback.call1(py, (unreported,))?;
-    }
     let columns = table
         .columns
         .iter()

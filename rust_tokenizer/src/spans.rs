@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use crate::concat::IntType;
+use crate::concat::{cast, IntType};
 use crate::epochs::FIELDS;
 
 /// The rows of every task, field by field, and where they fail data_io's consistency rules.
@@ -56,38 +56,28 @@ fn plain_header(bytes: &[u8]) -> Option<PlainHeader> {
 }
 
 /// The array's values as int64 appended to `column`, or `None` if it is not a plain array
-/// (or shorter than its header says).
-fn append_array(bytes: &[u8], column: &mut Vec<i64>) -> Option<u64> {
+/// (or shorter than its header says). `scratch` holds the values' bytes on the way.
+fn append_array(bytes: &[u8], column: &mut Vec<i64>, scratch: &mut Vec<u8>) -> Option<u64> {
     let header = plain_header(bytes)?;
-    let size = usize::try_from(header.len)
-        .ok()?
-        .checked_mul(header.element.size)?;
+    let count = usize::try_from(header.len).ok()?;
+    let size = count.checked_mul(header.element.size)?;
     let data = bytes.get(header.data_offset..header.data_offset.checked_add(size)?)?;
-    let big = header.element.big_endian;
-    macro_rules! decode {
-        ($t:ty) => {
-            column.extend(data.chunks_exact(size_of::<$t>()).map(|chunk| {
-                let bytes = chunk.try_into().expect("a chunk of the element's size");
-                (if big {
-                    <$t>::from_be_bytes(bytes)
-                } else {
-                    <$t>::from_le_bytes(bytes)
-                }) as i64
-            }))
-        };
-    }
-    match (header.element.signed, header.element.size) {
-        (false, 1) => decode!(u8),
-        (true, 1) => decode!(i8),
-        (false, 2) => decode!(u16),
-        (true, 2) => decode!(i16),
-        (false, 4) => decode!(u32),
-        (true, 4) => decode!(i32),
-        (false, _) => decode!(u64),
-        (true, _) => decode!(i64),
-    }
+    // numpy's cast to int64: sign- or zero-extended, unsigned values past i64::MAX wrapped.
+    scratch.resize(count * INT64.size, 0);
+    cast(data, header.element, INT64, scratch);
+    column.extend(
+        scratch
+            .chunks_exact(INT64.size)
+            .map(|value| i64::from_le_bytes(value.try_into().expect("8 bytes"))),
+    );
     Some(header.len)
 }
+
+const INT64: IntType = IntType {
+    signed: true,
+    size: 8,
+    big_endian: false,
+};
 
 /// Whether rows `rows` of `columns` (`inst_start`, `inst_len`, `resp_start`, `resp_len`) lie
 /// within `tokens` tokens and cover exactly that many.
@@ -110,12 +100,13 @@ fn consistent(columns: &[Vec<i64>; FIELDS], rows: std::ops::Range<usize>, tokens
 
 /// Read `folder/<field>.npy` for every folder and field (`fields` in the table's order:
 /// `inst_start`, `inst_len`, `resp_start`, `resp_len`) and check each task against its token
-/// count. `progress` receives the number of folders read since its last call.
+/// count. `progress` receives the number of folders read since its last call and answers
+/// whether to go on (`false` ends the read with `None`).
 pub fn read_span_table(
     folders: &[PathBuf],
     fields: &[&str; FIELDS],
     token_counts: &[u64],
-    progress: &mut dyn FnMut(usize),
+    progress: &mut dyn FnMut(usize) -> bool,
 ) -> Option<SpanTable> {
     assert_eq!(
         folders.len(),
@@ -124,13 +115,14 @@ pub fn read_span_table(
     );
     let mut columns: [Vec<i64>; FIELDS] = Default::default();
     let mut rows = Vec::with_capacity(folders.len());
+    let mut scratch = Vec::new();
     let mut first_inconsistent = None;
     for (task, (folder, &tokens)) in folders.iter().zip(token_counts).enumerate() {
         let start = columns[0].len();
         let mut lengths = [0u64; FIELDS];
         for ((column, name), length) in columns.iter_mut().zip(fields).zip(&mut lengths) {
             let bytes = std::fs::read(folder.join(format!("{name}.npy"))).ok()?;
-            *length = append_array(&bytes, column)?;
+            *length = append_array(&bytes, column, &mut scratch)?;
         }
         if lengths.iter().any(|&length| length != lengths[0]) {
             return None;
@@ -139,7 +131,9 @@ pub fn read_span_table(
         if first_inconsistent.is_none() && !consistent(&columns, start..columns[0].len(), tokens) {
             first_inconsistent = Some(task);
         }
-        progress(1);
+        if !progress(1) {
+            return None;
+        }
     }
     Some(SpanTable {
         columns,
@@ -164,7 +158,7 @@ mod tests {
     }
 
     fn read(folders: &[PathBuf], counts: &[u64]) -> Option<SpanTable> {
-        read_span_table(folders, &FIELD_NAMES, counts, &mut |_| {})
+        read_span_table(folders, &FIELD_NAMES, counts, &mut |_| true)
     }
 
     #[test]
@@ -207,7 +201,6 @@ mod tests {
 
     #[test]
     fn every_integer_type_is_read_as_int64() {
-        let dir = tempfile::tempdir().unwrap();
         let cases: [(&str, Vec<u8>, Vec<i64>); 4] = [
             ("|u1", vec![0, 255], vec![0, 255]),
             ("|i1", vec![0xff, 1], vec![-1, 1]),
@@ -218,20 +211,18 @@ mod tests {
                 vec![-1, 7],
             ),
         ];
+        let mut scratch = Vec::new();
         for (descr, data, expected) in cases {
-            let path = dir.path().join("a.npy");
             let mut bytes = header(descr, expected.len() as u64).to_vec();
             bytes.extend(&data);
             bytes.push(0); // bytes past the array are allowed, as numpy allows them
-            std::fs::write(&path, &bytes).unwrap();
             let mut column = vec![5];
-            assert_eq!(
-                append_array(&bytes, &mut column),
-                Some(expected.len() as u64)
-            );
+            let read = append_array(&bytes, &mut column, &mut scratch);
+            assert_eq!(read, Some(expected.len() as u64));
             assert_eq!(column[1..], expected[..], "{descr}");
+            let short = &bytes[..bytes.len() - 2];
             assert_eq!(
-                append_array(&bytes[..bytes.len() - 2], &mut column),
+                append_array(short, &mut column, &mut scratch),
                 None,
                 "short"
             );
@@ -249,8 +240,11 @@ mod tests {
         write_task(&folders[2], [&[0], &[3], &[3], &[4]]);
         write_task(&folders[3], [&[0], &[1], &[1], &[10]]);
         let mut seen = 0;
-        let table =
-            read_span_table(&folders, &FIELD_NAMES, &[10, 0, 8, 10], &mut |n| seen += n).unwrap();
+        let table = read_span_table(&folders, &FIELD_NAMES, &[10, 0, 8, 10], &mut |n| {
+            seen += n;
+            true
+        })
+        .unwrap();
         assert_eq!(seen, 4);
         assert_eq!(table.rows, [2, 0, 1, 1]);
         assert_eq!(table.columns[0], [0, 5, 0, 0]);
