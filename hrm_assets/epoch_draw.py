@@ -55,21 +55,6 @@ def philox_state(rng: np.random.Generator) -> tuple:
     )
 
 
-def set_philox_state(rng: np.random.Generator, values: tuple) -> None:
-    counter, key, buffer, buffer_pos, has_uint32, uinteger = values
-    rng.bit_generator.state = {
-        "bit_generator": "Philox",
-        "state": {
-            "counter": np.array(counter, dtype=np.uint64),
-            "key": np.array(key, dtype=np.uint64),
-        },
-        "buffer": np.array(buffer, dtype=np.uint64),
-        "buffer_pos": buffer_pos,
-        "has_uint32": int(has_uint32),
-        "uinteger": uinteger,
-    }
-
-
 @functools.cache
 def rust_draw_matches_numpy() -> bool:
     """Whether the Rust core's permutations are this numpy's, draw for draw and state for state."""
@@ -105,19 +90,17 @@ def draw_epochs(
 
 
 def _draw_in_rust(staged, fields, lengths, tasks, epochs, seed, progress) -> EpochDraws:
-    rng = np.random.Generator(np.random.Philox(seed))
     hits = np.zeros(len(lengths), dtype=np.int64)
-    tokens, written, state = _tokenizer.write_epoch_arrays(
+    tokens, written, _ = _tokenizer.write_epoch_arrays(
         str(staged),
         [(name, np.ascontiguousarray(values, dtype=np.int64)) for name, values in fields.items()],
         np.ascontiguousarray(lengths, dtype=np.int64),
         [(int(rows), int(per_epoch)) for rows, per_epoch in tasks],
         epochs,
-        philox_state(rng),
+        philox_state(np.random.Generator(np.random.Philox(seed))),
         hits,
         progress=progress,
     )
-    set_philox_state(rng, state)
     entries = {relative: {"sha256": sha256, "size": size} for relative, size, sha256 in written}
     return EpochDraws(tokens=tokens, hits=hits, entries=entries, engine="rust")
 

@@ -16,7 +16,6 @@ from hrm_assets.epoch_draw import (
     draw_epochs,
     philox_state,
     rust_draw_matches_numpy,
-    set_philox_state,
 )
 
 
@@ -38,6 +37,22 @@ def test_permutations_and_states_equal_numpys(seed, sizes, warm_up):
         permutation, state = _tokenizer.philox_permutation(state, size)
         assert permutation == rng.permutation(size).tolist()
         assert state == philox_state(rng)
+
+
+def set_philox_state(rng: np.random.Generator, values: tuple) -> None:
+    """The inverse of ``philox_state``."""
+    counter, key, buffer, buffer_pos, has_uint32, uinteger = values
+    rng.bit_generator.state = {
+        "bit_generator": "Philox",
+        "state": {
+            "counter": np.array(counter, dtype=np.uint64),
+            "key": np.array(key, dtype=np.uint64),
+        },
+        "buffer": np.array(buffer, dtype=np.uint64),
+        "buffer_pos": buffer_pos,
+        "has_uint32": int(has_uint32),
+        "uinteger": uinteger,
+    }
 
 
 def test_state_round_trips_through_numpy():
