@@ -80,7 +80,12 @@ from hrm_assets.sampled_arrays import (
     TokenSource,
     concatenate_tokens,
 )
-from hrm_assets.span_table import filter_lengths, first_inconsistent_task, segment_sums
+from hrm_assets.span_table import (
+    bounds_of,
+    filter_lengths,
+    first_inconsistent_task,
+    segment_sums,
+)
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
 TOKENS_FILE = "tokens.npy"
@@ -451,8 +456,7 @@ def read_span_table(
                 for name, column in zip(SPAN_FIELDS, columns, strict=True)
             }
         )
-        bounds = np.zeros(len(task_dirs) + 1, dtype=np.int64)
-        np.cumsum(rows, out=bounds[1:])
+        bounds = bounds_of(rows)
     if bad is not None:
         load_spans(task_dirs[bad], counts[bad])  # raises the task's own message
         raise SamplingError(f"{task_dirs[bad]}: inconsistent span arrays")
@@ -476,8 +480,7 @@ def _read_span_table_by_task(
         rows[index] = len(arrays[0])
         if index >= skip:
             report(1)
-    bounds = np.zeros(len(task_dirs) + 1, dtype=np.int64)
-    np.cumsum(rows, out=bounds[1:])
+    bounds = bounds_of(rows)
     table = Spans(
         **{
             name: np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
@@ -585,8 +588,7 @@ def _task_reports(
         config.min_resp_length,
         config.drop_short_after_truncate,
     )
-    offsets = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = bounds_of(counts)
     row_offsets = np.repeat(offsets[:-1], task_rows)
     keep = filtered.keep
     kept = Spans(
@@ -596,8 +598,7 @@ def _task_reports(
         resp_len=filtered.resp_len[keep],
     )
     kept_rows = segment_sums(keep, bounds)
-    kept_bounds = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(kept_rows, out=kept_bounds[1:])
+    kept_bounds = bounds_of(kept_rows)
     per_task = {
         "rows": kept_rows,
         "inst_tokens": segment_sums(kept.inst_len, kept_bounds),

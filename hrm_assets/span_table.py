@@ -14,6 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def bounds_of(sizes) -> np.ndarray:
+    """``[0, sizes[0], sizes[0] + sizes[1], ...]`` as int64: segment ``t`` of consecutive
+    segments of these sizes is ``bounds[t]:bounds[t + 1]``."""
+    bounds = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    return bounds
+
+
 def segment_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Exact int64 sums of ``values[bounds[t]:bounds[t + 1]]`` for every ``t`` (0 when empty)."""
     starts = np.asarray(bounds[:-1])

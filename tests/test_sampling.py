@@ -39,6 +39,7 @@ from hrm_assets.sampling import (
     sample_tokenized,
     token_dtype,
 )
+from hrm_assets.span_table import bounds_of, segment_sums
 
 SPAN_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
 
@@ -795,6 +796,15 @@ def test_token_dtype_boundaries():
     assert token_dtype(65536) == np.int32
     assert token_dtype(151_665) == np.int32
     assert token_dtype(None) == np.int32
+
+
+def test_segment_sums_over_bounds_with_empty_segments():
+    bounds = bounds_of([2, 0, 3, 0])
+    assert bounds.tolist() == [0, 2, 2, 5, 5]
+    values = np.array([1, 2, 10, 20, 30], dtype=np.int64)
+    assert segment_sums(values, bounds).tolist() == [3, 0, 60, 0]
+    assert segment_sums(np.array([True, False, True, True, False]), bounds).tolist() == [1, 0, 2, 0]
+    assert segment_sums(np.empty(0, dtype=np.int64), bounds_of([0, 0])).tolist() == [0, 0]
 
 
 def test_rows_per_epoch():
