@@ -12,13 +12,17 @@ Stages, each on generated data, each at three sizes (its scale curve):
 - ``cleaning``: streaming cleaning's peak memory against data_io's whole-list approach
   (``bench/cleaning_memory.py``);
 - ``dagster``: a no-op incremental rebuild of 2,000 tokenized partitions and a sensor tick
-  over 10,000 cleaned files (``bench/dagster_overhead.py``).
+  over 10,000 cleaned files (``bench/dagster_overhead.py``);
+- ``corpus_shape``: data_io's corpus shape (2,000+ cleaned files, heavy-tailed sizes) through
+  the CLI and ``dagster asset materialize`` against the tokenizers package, the bare CLI and
+  the skip checks; no-op ``cleaned/*``; sensor ticks (``bench/corpus_shape.py``; one size).
 
 ``--size`` scales the data: ``small`` (factor 1, the default: a few minutes on 2 cores),
 ``medium`` (4), ``large`` (10), ``tiny`` (0.01, a smoke run) or any positive factor;
 :func:`plan` says what each factor means per stage. The command prints the table of ratios
 against the baselines measured in the same run and writes ``docs/BENCHMARKS.md`` (machine,
-command, figures); it exits non-zero if a stage failed.
+command, figures): every stage run replaces its own section and summary rows, and sections it
+did not run (other stages, hand-written ones) are kept. It exits non-zero if a stage failed.
 """
 
 from __future__ import annotations
@@ -42,12 +46,14 @@ from bench.report import (
     load_average,
     machine_info,
     markdown_document,
+    merged_document,
     ratio_table,
+    with_kept_sections,
 )
 
 # "tiny" is a smoke run (tests/test_bench.py): every stage and figure, on toy data.
 SIZES = {"tiny": 0.01, "small": 1.0, "medium": 4.0, "large": 10.0}
-STAGE_NAMES = ("tokenization", "sampling", "cleaning", "dagster")
+STAGE_NAMES = ("tokenization", "sampling", "cleaning", "dagster", "corpus_shape")
 Log = Callable[[str], None]
 
 
@@ -65,13 +71,18 @@ class Plan:
     dagster_partitions: tuple[int, int, int]
     dagster_sample: int  # no-op runs measured per partition count
     sensor_files: tuple[int, int, int]
+    corpus_megabytes: float = 215.0  # corpus shape: text of the generated cleaned tree
+    corpus_file_scale: float = 1.0  # its file count over data_io's (2,176 files at 1)
+    corpus_cleaned_sources: tuple[str, ...] = ()  # the no-op cleaned run's; () is cleaned/*
 
 
 def plan(factor: float) -> Plan:
     """The sizes of every stage for a factor; factor 1 is ``small``.
 
     Below 1 every count shrinks (down to a tiny smoke run); from 1 up, the Dagster stage keeps
-    the issue's 2,000 partitions and 10,000 files and measures more runs instead.
+    the issue's 2,000 partitions and 10,000 files and measures more runs instead, and the
+    corpus-shape stage keeps data_io's 2,176 files and grows their text (215 MB at 1). Below
+    0.5 its no-op cleaned run covers two sources instead of all of them (each costs seconds).
     """
     if factor <= 0:
         raise ValueError(f"size factor must be positive, got {factor}")
@@ -91,6 +102,9 @@ def plan(factor: float) -> Plan:
         dagster_partitions=curve([n * shrink for n in (500, 1_000, 2_000)], 2),
         dagster_sample=max(1, round(5 * factor)),
         sensor_files=curve([n * shrink for n in (2_500, 5_000, 10_000)], 5),
+        corpus_megabytes=round(215 * factor, 3),
+        corpus_file_scale=shrink,
+        corpus_cleaned_sources=() if factor >= 0.5 else ("gsm8k_train", "math_train"),
     )
 
 
@@ -416,17 +430,150 @@ def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     return StageReport("tokenization", "Tokenization", ratios, section, figures)
 
 
+def corpus_shape_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.corpus_shape import (
+        CLEANED_NOOP_TARGET_SECONDS,
+        CLI_SPEEDUP_TARGET,
+        DAGSTER_OVER_CLI_TARGET,
+        NOOP_REBUILD_TARGET_SECONDS,
+        corpus_table,
+        dagster_table,
+        run_corpus_shape_benchmark,
+        timing_table,
+        verdict_lines,
+    )
+
+    result = run_corpus_shape_benchmark(
+        p.corpus_megabytes,
+        p.corpus_file_scale,
+        p.corpus_cleaned_sources,
+        work_dir=work_dir,
+        log=log,
+    )
+    corpus, d, cleaned = result.corpus, result.dagster, result.cleaned
+    cli, skip = result.cli_first["seconds"], result.skip_checks["seconds"]
+    shape = f"{corpus['files']:,} files, {corpus['text_bytes'] / 1e6:,.0f} MB of text"
+    missing = "not available: no BackfillPolicy.single_run() on the tokenized assets yet"
+    ratios = [
+        Ratio(
+            figure=f"CLI (`hrm-tokenize`, wall) over the tokenizers package's encode_batch in "
+            f"data_io's configuration ({shape}, {result.threads} threads)",
+            ours=f"{cli:,.1f} s",
+            baseline=f"{result.baseline['seconds']:,.1f} s",
+            ratio=result.cli_speedup,
+            target=f">= {CLI_SPEEDUP_TARGET:g}x",
+            met=result.cli_speedup >= CLI_SPEEDUP_TARGET,
+        ),
+        Ratio(
+            figure="the CLI and the baseline wrote the same arrays, every file",
+            ours="yes" if not result.cli_differing else "no",
+            baseline="",
+            ratio=None,
+            target="identical",
+            met=not result.cli_differing,
+        ),
+        Ratio(
+            figure=f"first full build of every tokenized partition ({result.partitions:,}) "
+            "through `dagster asset materialize --partition-range`, over the bare CLI"
+            + ("" if d.available else f" ({missing})"),
+            ours=f"{d.first_seconds:,.1f} s" if d.available else "not available",
+            baseline=f"{cli:,.1f} s",
+            ratio=result.dagster_over_cli,
+            target=f"<= {DAGSTER_OVER_CLI_TARGET:g}x",
+            met=None if not d.available else result.dagster_over_cli <= DAGSTER_OVER_CLI_TARGET,
+        ),
+        Ratio(
+            figure=f"no-op rebuild of every partition ({result.partitions:,}) through the same "
+            "commands, over the skip checks alone" + ("" if d.available else " (not available)"),
+            ours=f"{d.noop_seconds:,.1f} s" if d.available else "not available",
+            baseline=f"{skip:,.2f} s",
+            ratio=d.noop_seconds / skip if d.available and skip else None,
+            target=f"<= {NOOP_REBUILD_TARGET_SECONDS:g} s wall",
+            met=None if not d.available else d.noop_seconds <= NOOP_REBUILD_TARGET_SECONDS,
+        ),
+        Ratio(
+            figure="CLI no-op run (wall) over the skip checks alone",
+            ours=f"{result.cli_noop['seconds']:,.2f} s",
+            baseline=f"{skip:,.2f} s",
+            ratio=result.cli_noop["seconds"] / skip if skip else None,
+            target="measured",
+        ),
+        Ratio(
+            figure=f"no-op `{cleaned['select']}` ({len(cleaned['sources'])} assets), default "
+            "executor, over the same in process",
+            ours=f"{cleaned['noop']['seconds']:,.1f} s",
+            baseline=f"{cleaned['inprocess_noop']['seconds']:,.1f} s",
+            ratio=cleaned["noop"]["seconds"] / cleaned["inprocess_noop"]["seconds"],
+            target=f"<= {CLEANED_NOOP_TARGET_SECONDS:g} s wall",
+            met=cleaned["noop"]["seconds"] <= CLEANED_NOOP_TARGET_SECONDS,
+        ),
+        Ratio(
+            figure=f"`cleaned_files_sensor` steady tick over {corpus['files']:,} files, over "
+            "the scan alone",
+            ours=f"{min(result.sensor['steady_tick_seconds']):,.2f} s",
+            baseline=f"{result.sensor['scan_seconds']:,.2f} s",
+            ratio=min(result.sensor["steady_tick_seconds"]) / result.sensor["scan_seconds"],
+            target="measured",
+        ),
+        Ratio(
+            figure=f"automation sensor tick over the graph ({result.partitions:,} tokenized "
+            "partitions): steady, over the first",
+            ours=f"{min(result.automation['steady_tick_seconds']):,.1f} s",
+            baseline=f"{result.automation['first_tick_seconds']:,.1f} s",
+            ratio=min(result.automation["steady_tick_seconds"])
+            / result.automation["first_tick_seconds"],
+            target="measured",
+        ),
+        Ratio(
+            figure="peak RSS, CLI over the baseline",
+            ours=_mib(result.cli_first["peak_rss_bytes"]),
+            baseline=_mib(result.baseline["peak_rss_bytes"]),
+            ratio=result.cli_first["peak_rss_bytes"] / result.baseline["peak_rss_bytes"],
+            target="measured",
+        ),
+    ]
+    section = (
+        "`bench/corpus_shape.py` (see its docstring): a generated cleaned tree with data_io's "
+        "file layout, each file named by its source's own route and checked to be a partition "
+        "of its `tokenized/<source>`; rows are real rows of `../shared/real_raw` (GSM8K, MATH, "
+        "TheoremQA, SciBench, DeepMind mathematics), mutated so that copies differ, with each "
+        f"source's condition tags. Written in {corpus['seconds']:,.0f} s; tokenizer: "
+        f"{result.tokenizer['vocab_size']:,} ids trained on "
+        f"{result.tokenizer['train_megabytes']:,.0f} MB of such rows. Work folder: "
+        f"{result.work_filesystem}. Every command runs once, as a user types it, and its wall "
+        "time includes process start-up and imports (the baseline's does not: it is timed "
+        "inside its process). Dagster runs use a fresh SQLite `DAGSTER_HOME` with the "
+        "project's `dagster_home/dagster.yaml`, the files registered by "
+        "`cleaned_files_sensor`, and one `dagster asset materialize -m hrm_assets.definitions "
+        "--select 'key:\"tokenized/<source>\"' --partition-range FIRST...LAST` per source with "
+        "files (FIRST/LAST: the first and last registered partition key), default executor. "
+        "The no-op cleaned run uses the demo raw corpus (`python -m hrm_assets.demo RAW`, "
+        "`HRM_RAW_ROOT=RAW`) in its own data root and instance, built once in process first. "
+        "Peak RSS: the process and its reaped descendants (`wait4`) for commands, "
+        "`bench/measure.py` for Python children.\n\n"
+        + corpus_table(corpus)
+        + "\n\n"
+        + timing_table(result)
+        + ("\n\n" + dagster_table(d) if d.available else "")
+        + "\n\n"
+        + "\n".join(verdict_lines(result))
+    )
+    return StageReport("corpus_shape", TITLES["corpus_shape"], ratios, section, result.as_dict())
+
+
 STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
     "tokenization": tokenization_stage,
     "sampling": sampling_stage,
     "cleaning": cleaning_stage,
     "dagster": dagster_stage,
+    "corpus_shape": corpus_shape_stage,
 }
 TITLES = {
     "tokenization": "Tokenization",
     "sampling": "Sampling",
     "cleaning": "Cleaning (peak memory)",
     "dagster": "Dagster overhead",
+    "corpus_shape": "Corpus shape",
 }
 
 
@@ -495,6 +642,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         document = markdown_document(
             command, size_label, machine, reports, started, load_before, load_average(), total
         )
+        existing = args.output.read_text(encoding="utf-8") if args.output.is_file() else None
+        if existing and set(names) != set(STAGE_NAMES):
+            provenance = (
+                f"Measured alone by `{command}` (size `{size_label}`) on {started}, commit "
+                f"{machine['commit']}, load average before / after {load_before} — "
+                f"{load_average()}."
+            )
+            document = merged_document(existing, reports, set(TITLES.values()), provenance)
+        elif existing:
+            document = with_kept_sections(document, existing, set(TITLES.values()))
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(document, encoding="utf-8")
         log(f"wrote {args.output}")

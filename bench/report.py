@@ -2,7 +2,9 @@
 
 A stage of ``python -m bench`` hands back a :class:`StageReport`: its ratios against the
 baselines measured in the same run (:class:`Ratio`, one summary row each), a Markdown section
-with its scale curve, and its raw figures for ``--json``. This module only formats them.
+with its scale curve, and its raw figures for ``--json``. This module only formats them: a whole
+document (:func:`markdown_document`), or an existing one with some stages' sections and summary
+rows replaced (:func:`merged_document`), so that running one stage keeps the others' figures.
 """
 
 from __future__ import annotations
@@ -163,10 +165,7 @@ def markdown_document(
     machine_table = "\n".join(
         ["| | |", "|---|---|"] + [f"| {key} | {_cell(value)} |" for key, value in rows]
     )
-    sections = []
-    for stage in stages:
-        body = f"Not measured: {stage.error}" if stage.error else stage.section
-        sections.append(f"## {stage.title}\n\n{body}\n\n_Stage wall time: {stage.seconds:,.0f} s._")
+    sections = [stage_section(stage) for stage in stages]
     return (
         "# Benchmarks\n\n"
         f"Written by `{command}` (size `{size}`) on {started}, in {total_seconds:,.0f} s. Every "
@@ -178,3 +177,82 @@ def markdown_document(
         "are then upper bounds (each stage's notes say how repeats are combined).\n\n"
         f"## Summary\n\n{ratio_table(stages)}\n\n" + "\n\n".join(sections) + "\n"
     )
+
+
+def stage_section(stage: StageReport, provenance: str = "") -> str:
+    """A stage's ``## <title>`` section; ``provenance`` (when the stage ran alone) says which
+    command, commit and load produced it, since the document's header names another run."""
+    body = f"Not measured: {stage.error}" if stage.error else stage.section
+    footer = f"_Stage wall time: {stage.seconds:,.0f} s."
+    footer += f" {provenance}_" if provenance else "_"
+    return f"## {stage.title}\n\n{body}\n\n{footer}"
+
+
+def split_sections(document: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the text before the first ``## `` heading, [(heading title, section text)]), each
+    section's text running from its heading to the next, without trailing blank lines."""
+    preamble, sections = [], []
+    for line in document.splitlines():
+        if line.startswith("## "):
+            sections.append((line[3:].strip(), [line]))
+        elif sections:
+            sections[-1][1].append(line)
+        else:
+            preamble.append(line)
+    return "\n".join(preamble).rstrip("\n"), [
+        (title, "\n".join(lines).rstrip("\n")) for title, lines in sections
+    ]
+
+
+def _join(preamble: str, sections: list[tuple[str, str]]) -> str:
+    return "\n\n".join([preamble, *(text for _, text in sections)]) + "\n"
+
+
+def _summary_with(summary: str, stages: list[StageReport]) -> str:
+    """The Summary section with every row of ``stages`` replaced (new stages' rows appended)."""
+    lines = summary.splitlines()
+    for stage in stages:
+        fresh = ratio_table([stage]).splitlines()[2:]
+        mine = [i for i, line in enumerate(lines) if line.startswith(f"| {stage.title} |")]
+        if mine:
+            lines[mine[0] : mine[-1] + 1] = fresh
+            continue
+        table = [i for i, line in enumerate(lines) if line.startswith("|")]
+        at = table[-1] + 1 if table else len(lines)
+        lines[at:at] = fresh
+    return "\n".join(lines)
+
+
+def merged_document(
+    existing: str, stages: list[StageReport], stage_titles: set[str], provenance: str
+) -> str:
+    """``existing`` with each of ``stages``' section and summary rows replaced by the new ones.
+
+    A stage new to the document gets its section after the last stage section (a title in
+    ``stage_titles``) and its rows at the end of the Summary table. Everything else (header,
+    machine, other stages, hand-written sections) is kept as it is.
+    """
+    preamble, sections = split_sections(existing)
+    for stage in stages:
+        fresh = (stage.title, stage_section(stage, provenance))
+        titles = [title for title, _ in sections]
+        if stage.title in titles:
+            sections[titles.index(stage.title)] = fresh
+            continue
+        last_stage = max((i for i, t in enumerate(titles) if t in stage_titles), default=None)
+        at = len(sections) if last_stage is None else last_stage + 1
+        sections.insert(at, fresh)
+    sections = [
+        (title, _summary_with(text, stages) if title == "Summary" else text)
+        for title, text in sections
+    ]
+    return _join(preamble, sections)
+
+
+def with_kept_sections(document: str, existing: str, stage_titles: set[str]) -> str:
+    """A freshly written ``document`` followed by the sections of ``existing`` that it has not
+    got and that no stage writes (hand-written ones, e.g. notes appended by another tool)."""
+    preamble, sections = split_sections(document)
+    present = {title for title, _ in sections} | stage_titles
+    kept = [(t, text) for t, text in split_sections(existing)[1] if t not in present]
+    return _join(preamble, sections + kept)
