@@ -13,17 +13,27 @@ AC = dg.AutomationCondition
 
 
 def on_upstream_data_change() -> dg.AutomationCondition:
-    """Like ``eager()``, but keyed on upstream data versions instead of any new event."""
+    """Like ``eager()``, but keyed on upstream data versions instead of any new event.
+
+    Written out rather than built from ``eager()``'s parts: every node of the tree is evaluated,
+    stored in the sensor's cursor and serialized into its evaluations on every tick, for each of
+    the 50 assets that use it. So it leaves out what is always true in this graph (the time
+    window: no asset is time-partitioned; "will be requested" on a missing dependency: a raw
+    source is observed, never requested, and a cleaned asset or the tokenizer never runs in the
+    same run as a tokenized partition) and asks each dependency one question (missing or in
+    progress) instead of two.
+    """
     upstream_changed = AC.any_deps_match(AC.data_version_changed()).with_label(
         "any_deps_data_version_changed"
     )
+    deps_not_ready = AC.any_deps_match(AC.missing() | AC.in_progress()).with_label(
+        "any_deps_missing_or_in_progress"
+    )
     return (
-        AC.in_latest_time_window()
-        & (AC.newly_missing() | upstream_changed)
+        (AC.newly_missing() | upstream_changed)
         .since_last_handled()
         .with_label("newly_missing_or_upstream_data_changed")
-        & ~AC.any_deps_missing()
-        & ~AC.any_deps_in_progress()
+        & ~deps_not_ready
         & ~AC.in_progress()
     ).with_label("on_upstream_data_change")
 
