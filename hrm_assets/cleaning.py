@@ -31,10 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from hrm_assets import settings
 from hrm_assets.atomic import atomic_file
@@ -43,13 +40,15 @@ from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
 from hrm_assets.sources import SOURCES, SkipRecord, SourceSpec, get_source
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
 DEFAULT_BATCH_SIZE = 8192
 MAX_SKIP_EXAMPLES = 5
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 500
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
-
-PARQUET_SCHEMA = pa.schema([(name, pa.string()) for name in FIELDS])
 
 # Reasons of the generic checks (a source's own reasons come from its SkipRecord).
 UNKNOWN_TAG = "unknown condition tag"
@@ -72,6 +71,13 @@ def jsonl_line(row: Row) -> bytes:
 
 
 # -- writers -----------------------------------------------------------------------------------
+
+
+def parquet_schema() -> pa.Schema:
+    """The cleaned Parquet schema: the three row fields as strings, in order."""
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.string()) for name in FIELDS])
 
 
 class JsonlWriter:
@@ -138,10 +144,14 @@ class ParquetRowWriter:
         self._buffer: list[list[str]] = [[] for _ in FIELDS]
         self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
+        self._schema: pa.Schema | None = None
 
     def __enter__(self) -> ParquetRowWriter:
+        import pyarrow.parquet as pq
+
         handle = self._stack.enter_context(atomic_file(self.path, "wb"))
-        self._writer = pq.ParquetWriter(handle, PARQUET_SCHEMA)
+        self._schema = parquet_schema()
+        self._writer = pq.ParquetWriter(handle, self._schema)
         # Runs before atomic_file's exit, so the footer is written before the rename (or the
         # temporary file is closed before it is removed).
         self._stack.callback(self._writer.close)
@@ -165,8 +175,10 @@ class ParquetRowWriter:
     def flush(self) -> None:
         if not self._buffer[0]:
             return
+        import pyarrow as pa
+
         table = pa.Table.from_arrays(
-            [pa.array(column, type=pa.string()) for column in self._buffer], schema=PARQUET_SCHEMA
+            [pa.array(column, type=pa.string()) for column in self._buffer], schema=self._schema
         )
         self._writer.write_table(table, row_group_size=table.num_rows)
         self.row_groups += 1

@@ -7,8 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-import pyarrow.parquet as pq
-
 from hrm_assets.framing import KNOWN_TAGS, split_condition
 
 FIELDS = ("condition", "instruction", "response")
@@ -69,6 +67,8 @@ def _iter_jsonl(path: Path) -> Iterator[Row]:
 
 
 def _iter_parquet(path: Path, batch_size: int) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
     parquet = pq.ParquetFile(path)
     missing = [f for f in FIELDS if f not in parquet.schema_arrow.names]
     if missing:

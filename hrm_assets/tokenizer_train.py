@@ -19,18 +19,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-from tokenizers import (
-    Regex,
-    Tokenizer,
-    decoders,
-    models,
-    normalizers,
-    pre_tokenizers,
-    processors,
-    trainers,
-)
+from typing import TYPE_CHECKING
 
 from hrm_assets.atomic import atomic_write_bytes, atomic_write_text
 from hrm_assets.build_record import read_record
@@ -38,6 +27,9 @@ from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.layout import CleanedFile, scan_cleaned_files
 from hrm_assets.prefix_config import PrefixRule, rule_for
 from hrm_assets.rows import iter_cleaned_rows
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 DEFAULT_VOCAB_SIZE = 65_536
 TRUNCATE_CHARS = 10_000
@@ -68,6 +60,16 @@ SPECIAL_TOKENS = (
 
 def build_untrained_tokenizer() -> Tokenizer:
     """An empty BPE tokenizer with data_io's normaliser, pre-tokenizer and decoders."""
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+
     tokenizer = Tokenizer(models.BPE())
     tokenizer.normalizer = normalizers.NFC()
     byte_level = dict(add_prefix_space=False, trim_offsets=False, use_regex=False)
@@ -91,6 +93,8 @@ def train_tokenizer(
             f"vocab_size {vocab_size} is too small: it must hold the {len(SPECIAL_TOKENS)} "
             "special tokens and the 256 byte symbols"
         )
+    from tokenizers import pre_tokenizers, trainers
+
     tokenizer = build_untrained_tokenizer()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -120,6 +124,8 @@ def file_documents(item: CleanedFile, rules: list[PrefixRule], seed: int = 0) ->
     cap = rule_for(item.safe_name, rules).max_per_file
     if cap is not None and len(docs) > CAP_MULTIPLIER * cap:
         limit = CAP_MULTIPLIER * cap
+        import numpy as np
+
         file_seed = seed ^ zlib.crc32(item.safe_name.encode("utf-8"))
         rng = np.random.Generator(np.random.Philox(file_seed))
         chosen = np.sort(rng.permutation(len(docs))[:limit])
@@ -176,6 +182,8 @@ def build_tokenizer(
     ``corpus_changed``); ``retrain=True`` trains anew. Files are only written when their bytes
     change, atomically.
     """
+    from tokenizers import Tokenizer
+
     out_path = Path(out_path)
     record_path = out_path.with_name(out_path.name + ".inputs.json")
     if adopt_path is not None:

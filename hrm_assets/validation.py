@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from hrm_assets.rows import RowError, iter_cleaned_rows
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SPAN_ARRAYS = ("inst_start", "inst_len", "resp_start", "resp_len")
 MAX_PROBLEMS = 20
@@ -56,10 +58,14 @@ def check_cleaned_files(paths: list[Path]) -> CheckReport:
 
 
 def _load(folder: Path, name: str) -> np.ndarray:
+    import numpy as np
+
     return np.load(folder / f"{name}.npy", mmap_mode="r")
 
 
 def _check_spans(report: CheckReport, label: str, spans: dict, token_count: int) -> None:
+    import numpy as np
+
     lengths = {name: len(spans[name]) for name in SPAN_ARRAYS}
     if len(set(lengths.values())) != 1:
         report.problem(f"{label}: span arrays differ in length {lengths}")
@@ -78,6 +84,8 @@ def _check_spans(report: CheckReport, label: str, spans: dict, token_count: int)
 
 def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     """Spans inside ``tokens.npy``, ids below the vocabulary, row count as recorded, dtypes."""
+    import numpy as np
+
     folder = Path(folder)
     report = CheckReport()
     try:
@@ -116,6 +124,8 @@ def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
 def check_sampled_folder(folder: Path, epochs: int | None = None) -> CheckReport:
     """The folder exists (``/dev/shm`` is wiped on reboot), the epoch count matches, every span
     lies inside ``tokens.npy`` and its dtype fits the vocabulary."""
+    import numpy as np
+
     folder = Path(folder)
     report = CheckReport()
     if not folder.is_dir():

@@ -17,9 +17,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from hrm_assets.atomic import atomic_file
 from hrm_assets.sources.spec import RawPart, Record, SourceSpec
 
@@ -138,6 +135,9 @@ class HubLayout:
         self, spec: SourceSpec, raw_root: Path, parts: Mapping[str, Iterable[Record]]
     ) -> list[Path]:
         """Write each part as the Hub does: ``<config>/<split>-00000-of-00001.parquet``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         written = []
         for config, records in parts.items():
             table = pa.Table.from_pylist(list(records))

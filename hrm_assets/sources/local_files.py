@@ -30,9 +30,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from hrm_assets.atomic import atomic_file
 from hrm_assets.sources.spec import RawPart, Record, SourceSpec
 
@@ -77,6 +74,8 @@ def parquet_record_batches(
     ``columns`` limits what is decoded (the other columns are never read); a missing column
     raises ``ValueError`` naming the file.
     """
+    import pyarrow.parquet as pq
+
     parquet = pq.ParquetFile(path)
     if columns is not None:
         missing = [name for name in columns if name not in parquet.schema_arrow.names]
@@ -98,6 +97,9 @@ def tar_regular_files(archive: Path) -> Iterator[tuple[str, tarfile.TarFile, tar
 
 def write_parquet_records(path: Path, records: Iterable[Mapping]) -> Path:
     """Write records as one Parquet file (schema inferred), atomically; returns ``path``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pylist([dict(record) for record in records])
     with atomic_file(path) as handle:
         pq.write_table(table, handle)

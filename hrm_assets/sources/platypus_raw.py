@@ -25,9 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from hrm_assets.atomic import atomic_file
 from hrm_assets.sources.hub import HubLayout, iter_record_batches
 from hrm_assets.sources.hub_splits import SPLIT_SEPARATOR
@@ -232,9 +229,6 @@ class HubSplitFiles:
 
 # -- Hub: Parquet with image columns read undecoded (TheoremQA) ---------------------------------
 
-IMAGE_STORAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-"""How ``datasets`` stores an ``Image`` column in Parquet."""
-
 
 @dataclass(frozen=True)
 class UndecodedImagesHubLayout(HubLayout):
@@ -256,8 +250,12 @@ class UndecodedImagesHubLayout(HubLayout):
         self, spec: SourceSpec, raw_root: Path, parts: Mapping[str, Iterable[Record]]
     ) -> list[Path]:
         """As the Hub has them: image columns stored as images, with ``datasets`` features."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         from datasets import Features, Image
 
+        # How ``datasets`` stores an ``Image`` column in Parquet.
+        image_storage = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
         written = []
         for config, records in parts.items():
             rows = list(records)
@@ -265,7 +263,7 @@ class UndecodedImagesHubLayout(HubLayout):
             features = Features.from_arrow_schema(table.schema)
             for column in self.image_columns:
                 index = table.schema.get_field_index(column)
-                values = pa.array([row.get(column) for row in rows], type=IMAGE_STORAGE)
+                values = pa.array([row.get(column) for row in rows], type=image_storage)
                 table = table.set_column(index, column, values)
                 features[column] = Image()
             metadata = {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}

@@ -6,12 +6,11 @@ nodes). The materialization records which worker wrote them and the input finger
 sensor compares against.
 """
 
+from importlib.util import find_spec
 from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets import sampling
-from hrm_assets.analytics import category_records, render_report, summary_figures, task_records
 from hrm_assets.build_record import is_current, read_record, write_record
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
@@ -20,13 +19,13 @@ from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
 from hrm_assets.hashing import file_sha256, listing_sha256, value_sha256
-from hrm_assets.sampling import make_config, sample_tokenized
 from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 
 NODE_TAG = "hrm/training-node"
-# The sampler's code decides the bytes of the epochs: a change to it means resampling.
-SAMPLING_CODE_VERSION = file_sha256(Path(sampling.__file__))
+# The sampler's code decides the bytes of the epochs: a change to it means resampling. Found
+# without importing it, so loading the definitions does not load numpy.
+SAMPLING_CODE_VERSION = file_sha256(Path(find_spec("hrm_assets.sampling").origin))
 
 
 class SamplingRunConfig(dg.Config):
@@ -93,6 +92,14 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             context.log.info(f"inputs and settings unchanged: {output} is kept as it is")
             summary = record["summary"]
         else:
+            from hrm_assets.analytics import (
+                category_records,
+                render_report,
+                summary_figures,
+                task_records,
+            )
+            from hrm_assets.sampling import make_config, sample_tokenized
+
             sampling_config = make_config(
                 tokenized_path=data_paths.tokenized_root,
                 output_path=output,
