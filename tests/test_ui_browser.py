@@ -2,7 +2,7 @@
 
 The demo corpus is materialized into a temporary data root and ``DAGSTER_HOME``, then
 ``dagster dev`` serves it on loopback and headless Chromium (Debian ``chromium``, which
-``.ci/run`` installs) opens two pages over the DevTools protocol:
+``.ci/run`` installs) opens pages over the DevTools protocol:
 
 * the global asset lineage, narrowed to one chain ``cleaned/gsm8k_train -> tokenizer ->
   tokenized/gsm8k_train -> sampled/local`` with its groups expanded: the rendered nodes and
@@ -10,7 +10,10 @@ The demo corpus is materialized into a temporary data root and ``DAGSTER_HOME``,
   webserver's GraphQL API reports them;
 * the ``sampled/local`` asset page: the metadata table shows ``analytics``, ``categories``,
   ``tasks`` and ``category_token_share``, and the ``analytics`` Markdown opens rendered, with
-  every heading of the stored report as text.
+  every heading of the stored report as text;
+* at data_io's FLAN scale, served by ``dagster-webserver`` over an instance where
+  ``tokenized/flan`` has 2,000 materialized partitions: its Partitions tab counts them all,
+  lists them (not an error or a spinner), and finds the last one by name with its own record.
 
 Screenshots of each page land in the test's temporary folder (paths printed on failure too).
 Without a Chromium binary (``chromium``, ``chromium-browser``, ``google-chrome`` on PATH, or
@@ -30,7 +33,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import dagster as dg
 import pytest
+from dagster._core.instance.ref import InstanceRef
 from ui_browser import (
     DevToolsPage,
     GiveUp,
@@ -45,6 +50,9 @@ from ui_browser import (
     wait_until,
 )
 
+from hrm_assets.defs.common.keys import tokenized_key
+from hrm_assets.defs.sampled.inputs import DATA_VERSION_TAG
+from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.sources import SOURCES
 
 pytestmark = pytest.mark.slow
@@ -54,6 +62,8 @@ NODE = "local"  # the training node in training_nodes.yaml
 SAMPLED = f"sampled/{NODE}"
 CHAIN = ("cleaned/gsm8k_train", "tokenizer", "tokenized/gsm8k_train", SAMPLED)
 VIEWPORT = (1600, 1000)
+
+FLAN_PARTITIONS = 2_000  # data_io's FLAN writes ~1,800 per-task files
 
 MATERIALIZE_TIMEOUT = 240  # the demo takes ~40 s
 SERVER_TIMEOUT = 120  # dagster dev is up in ~15 s
@@ -157,6 +167,37 @@ SCROLL_TO_HEADING_JS = """
 """
 
 
+# The partition keys listed on an asset's Partitions tab (a virtualized list: only the rows in
+# view are in the DOM; a long key is shown cut in the middle, with its full text in a sibling),
+# and whether anything is still loading.
+PARTITION_LIST_JS = """
+(() => {
+  const keys = Array.from(document.querySelectorAll('body *'))
+    .map(el => el.children.length ? '' : el.textContent.trim())
+    .filter(text => /^flan__[\\w.-]+\\.parquet$/.test(text));
+  const busy = document.querySelectorAll(
+    '[class*="Spinner"], [class*="Skeleton"], [role="progressbar"]').length;
+  return {keys: [...new Set(keys)], busy};
+})()
+"""
+
+FOCUS_PARTITION_FILTER_JS = """
+(() => {
+  const input = document.querySelector('input[placeholder^="Filter by name"]');
+  if (!input) return false;
+  input.focus();
+  return true;
+})()
+"""
+
+# The selected partition's metadata table, {label: value}.
+METADATA_TABLE_JS = """
+(() => Object.fromEntries(Array.from(document.querySelectorAll('tr'))
+  .filter(tr => tr.cells.length >= 2)
+  .map(tr => [tr.cells[0].innerText.trim(), tr.cells[1].innerText.trim()])))()
+"""
+
+
 @dataclass
 class DagsterUI:
     base_url: str
@@ -226,36 +267,79 @@ def dagster_ui(chromium_binary, tmp_path_factory) -> Iterator[DagsterUI]:
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log_path = workdir / "dagster-dev.log"
-    server = start_process_group(
-        [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml"]
-        + ["-h", "127.0.0.1", "-p", str(port)],
-        log_path,
-        env=env,
-        cwd=REPO_ROOT,
-    )
+    command = [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml"]
+    command += ["-h", "127.0.0.1", "-p", str(port)]
+    with _serving("dagster dev", command, env, log_path, base_url):
+        yield DagsterUI(base_url=base_url, log_path=log_path)
+
+
+@contextmanager
+def _serving(name: str, command: list[str], env: dict[str, str], log_path: Path, base_url: str):
+    """Run a Dagster server until the code location has loaded; stop it on exit."""
+    server = start_process_group(command, log_path, env=env, cwd=REPO_ROOT)
     try:
 
         def serving() -> bool:
             if server.poll() is not None:
-                raise GiveUp(f"dagster dev exited with {server.returncode}")
+                raise GiveUp(f"{name} exited with {server.returncode}")
             http_get(f"{base_url}/server_info")
             return SAMPLED in _asset_graph(base_url)  # the code location has loaded
 
         try:
-            wait_until(serving, SERVER_TIMEOUT, f"dagster dev on {base_url}", interval=0.5)
+            wait_until(serving, SERVER_TIMEOUT, f"{name} on {base_url}", interval=0.5)
         except (GiveUp, TimeoutError) as error:
             pytest.fail(f"{error}\n--- {log_path} ---\n{log_tail(log_path, 60)}")
         # The first page of a fresh instance opens a "Join the Dagster community" dialog over
         # everything; mark it seen, as a click on its Skip button would.
         graphql(base_url, "mutation { setNuxSeen }")
-        yield DagsterUI(base_url=base_url, log_path=log_path)
+        yield
     finally:
-        # A clean shutdown of dagster dev takes ~10 s; nothing here needs one (all is temporary).
+        # A clean shutdown takes ~10 s; nothing here needs one (all is temporary).
         stop_process_group(server, grace=5.0)
 
 
+@pytest.fixture(scope="module")
+def flan_partitions_ui(chromium_binary, tmp_path_factory) -> Iterator[DagsterUI]:
+    """``dagster-webserver`` on 127.0.0.1 over an instance where ``tokenized/flan`` has
+    ``FLAN_PARTITIONS`` registered partitions, each with a materialization as a build records it
+    (data version, rows, tokens). The events are reported directly: the page shows records, and
+    running 2,000 partitions would only slow the test down."""
+    workdir = tmp_path_factory.mktemp("ui-flan")
+    dagster_home = workdir / "dagster_home"
+    dagster_home.mkdir()
+    shutil.copy(REPO_ROOT / "dagster_home" / "dagster.yaml", dagster_home / "dagster.yaml")
+    keys = [flan_partition(index) for index in range(FLAN_PARTITIONS)]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DAGSTER_HOME", str(dagster_home))  # the copied dagster.yaml reads it
+        instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home)))
+        instance.add_dynamic_partitions(TOKENIZED_PARTITIONS["flan"].name, keys)
+        for index, key in enumerate(keys):
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(
+                    tokenized_key("flan"),
+                    partition=key,
+                    metadata={"dagster/row_count": index + 1, "tokens": 40 * (index + 1)},
+                    tags={DATA_VERSION_TAG: f"version-{index}"},
+                )
+            )
+        instance.dispose()
+
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log_path = workdir / "dagster-webserver.log"
+    command = [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml"]
+    command += ["-h", "127.0.0.1", "-p", str(port)]
+    env = _environment(dagster_home, workdir / "data")
+    with _serving("dagster-webserver", command, env, log_path, base_url):
+        yield DagsterUI(base_url=base_url, log_path=log_path)
+
+
+def flan_partition(index: int) -> str:
+    return f"flan__cot_fsopt_data__task{index:04d}.parquet"
+
+
 @pytest.fixture
-def page(chromium_binary, dagster_ui, tmp_path) -> Iterator[DevToolsPage]:
+def browser_page(chromium_binary, tmp_path) -> Iterator[DevToolsPage]:
     browser = HeadlessChromium(chromium_binary, tmp_path / "chromium-profile", tmp_path / "c.log")
     try:
         page = browser.open_page()
@@ -266,6 +350,11 @@ def page(chromium_binary, dagster_ui, tmp_path) -> Iterator[DevToolsPage]:
             page.close()
     finally:
         browser.stop()
+
+
+@pytest.fixture
+def page(dagster_ui, browser_page) -> DevToolsPage:
+    return browser_page
 
 
 @contextmanager
@@ -432,3 +521,50 @@ def test_sampled_asset_page_shows_the_analytics(page, dagster_ui, tmp_path):
         wait_until(heading_at_top, PAGE_TIMEOUT, "the Category Coverage Stats heading in view")
         page.screenshot(analytics_shot)
     assert page_shot.stat().st_size > 10_000 and analytics_shot.stat().st_size > 10_000
+
+
+def test_tokenized_partitions_page_shows_2000_partitions(
+    browser_page, flan_partitions_ui, tmp_path
+):
+    """The Partitions tab of ``tokenized/flan`` at data_io's FLAN scale: every partition
+    counted as materialized, the list filled with partition keys (not an error or a spinner),
+    and the last partition found by name and shown with its own record."""
+    page, ui = browser_page, flan_partitions_ui
+    last = FLAN_PARTITIONS - 1
+    list_shot = tmp_path / "tokenized-flan-partitions.png"
+    selected_shot = tmp_path / "tokenized-flan-last-partition.png"
+    with screenshot_on_failure(page, tmp_path / "tokenized-flan-failure.png", ui.log_path):
+        page.navigate(f"{ui.base_url}/assets/tokenized/flan?view=partitions")
+        page.wait_for_text(
+            [f"{FLAN_PARTITIONS:,} Partitions Selected", f"Materialized ({FLAN_PARTITIONS})"]
+            + ["Missing (0)", "Failed (0)", flan_partition(0)],
+            timeout=PAGE_TIMEOUT,
+        )
+        _dismiss_community_dialog(page)
+
+        def listed() -> dict | None:
+            state = page.evaluate(PARTITION_LIST_JS)
+            return state if len(state["keys"]) >= 10 and not state["busy"] else None
+
+        keys = wait_until(listed, PAGE_TIMEOUT, "the partition list, loaded")["keys"]
+        assert keys == [flan_partition(i) for i in range(len(keys))], keys
+        page.screenshot(list_shot)
+
+        # Every partition is in the list, not only the first rows: filter down to the last one.
+        assert page.evaluate(FOCUS_PARTITION_FILTER_JS), "no partition filter box"
+        page.call("Input.insertText", text=flan_partition(last).removeprefix("flan__"))
+        wait_until(
+            lambda: page.evaluate(PARTITION_LIST_JS)["keys"] == [flan_partition(last)],
+            PAGE_TIMEOUT,
+            f"the list narrowed to {flan_partition(last)}",
+        )
+        assert page.click_text(flan_partition(last))
+        page.wait_for_text(["Latest materialization", "tokens", "View all historical events (1)"])
+        metadata = wait_until(
+            lambda: page.evaluate(METADATA_TABLE_JS), PAGE_TIMEOUT, "the partition's metadata"
+        )
+        assert metadata["tokens"].replace(",", "") == str(40 * FLAN_PARTITIONS), metadata
+        assert metadata["dagster/row_count"].replace(",", "") == str(FLAN_PARTITIONS), metadata
+        page.screenshot(selected_shot)
+    print(f"screenshots: {list_shot} {selected_shot}")
+    assert list_shot.stat().st_size > 10_000 and selected_shot.stat().st_size > 10_000
