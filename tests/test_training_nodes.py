@@ -141,7 +141,7 @@ def test_definitions_register_the_sensor_on_sample_epochs():
 def test_executor_modes(monkeypatch):
     for name in (EXECUTOR_ENV, BROKER_ENV, BACKEND_ENV):
         monkeypatch.delenv(name, raising=False)
-    assert executor.executor_from_environment() is dg.multiprocess_executor
+    assert executor.executor_from_environment() is executor.MULTIPROCESS_EXECUTOR
     monkeypatch.setenv(EXECUTOR_ENV, "in_process")
     assert executor.executor_from_environment() is dg.in_process_executor
     monkeypatch.setenv(EXECUTOR_ENV, "celery")

@@ -1,11 +1,13 @@
 """Execution mode, and which worker a step runs on.
 
-``HRM_EXECUTOR`` picks the executor: ``multiprocess`` (default, one machine), ``in_process``, or
-``celery``: Dagster's Celery executor, broker ``HRM_CELERY_BROKER`` (default a local Redis),
-results in ``HRM_CELERY_BACKEND`` (default: the broker). Nothing else changes: steps carry
-their queue in the ``dagster-celery/queue`` tag (tokenization on the general queue, each
-training node's sampling on that node's queue), and workers are started with
-``dagster-celery worker start -A dagster_celery.app -q dagster -q <node queue>``.
+``HRM_EXECUTOR`` picks the executor: ``multiprocess`` (default, one machine; each step is forked
+from a server process that imported Dagster and the definitions once, see
+:data:`FORKSERVER_PRELOAD`), ``in_process``, or ``celery``: Dagster's Celery executor, broker
+``HRM_CELERY_BROKER`` (default a local Redis), results in ``HRM_CELERY_BACKEND`` (default: the
+broker). Nothing else changes: steps carry their queue in the ``dagster-celery/queue`` tag
+(tokenization on the general queue, each training node's sampling on that node's queue), and
+workers are started with ``dagster-celery worker start -A dagster_celery.app -q dagster -q <node
+queue>``.
 
 A worker that serves a training node declares it in ``HRM_WORKER_NODE``; the sampled asset
 refuses to write another node's epochs there (a misrouted queue would otherwise fill the wrong
@@ -27,6 +29,31 @@ DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 GENERAL_QUEUE = "dagster"
 CELERY_QUEUE_TAG = "dagster-celery/queue"
 
+FORKSERVER_PRELOAD = (
+    "hrm_assets.definitions",
+    # What a step loads besides the definitions: the instance and its SQLite storages
+    # (SQLAlchemy, alembic), and pyarrow for the Parquet cleaned files its checks read.
+    "dagster._cli",
+    "dagster._core.storage.sqlite_storage",
+    "pyarrow.parquet",
+)
+"""Modules imported once by the multiprocess executor's forkserver. A spawned step imports Dagster
+and the definitions afresh (seconds; most of a no-op step); a forked one starts warm. A module
+that is missing is skipped by the forkserver, so a Dagster upgrade that renames one only costs
+time."""
+
+
+def _forkserver_by_default(config: dict) -> dict:
+    """Multiprocess executor config: fork steps from the warm server unless the run config
+    chooses a start method itself (``execution: config: start_method: spawn: {}``)."""
+    preload = {"forkserver": {"preload_modules": list(FORKSERVER_PRELOAD)}}
+    return {"start_method": preload, **config}
+
+
+MULTIPROCESS_EXECUTOR = dg.multiprocess_executor.configured(
+    _forkserver_by_default, config_schema=dg.multiprocess_executor.config_schema.as_field()
+)
+
 
 def celery_connection() -> dict[str, str]:
     """``{"broker": ..., "backend": ...}`` from the environment (the Celery executor's config)."""
@@ -38,7 +65,7 @@ def executor_from_environment() -> dg.ExecutorDefinition:
     """The executor ``HRM_EXECUTOR`` names; ValueError for an unknown mode."""
     mode = os.environ.get(EXECUTOR_ENV) or "multiprocess"
     if mode == "multiprocess":
-        return dg.multiprocess_executor
+        return MULTIPROCESS_EXECUTOR
     if mode == "in_process":
         return dg.in_process_executor
     if mode == "celery":
