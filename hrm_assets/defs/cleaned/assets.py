@@ -4,6 +4,7 @@ import dagster as dg
 
 from hrm_assets.build_record import is_current, read_record, write_record
 from hrm_assets.cleaning import clean_source, source_code_version
+from hrm_assets.defs.cleaned.checks import rows_valid_result, rows_valid_spec
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.keys import CLEANED_PREFIX, cleaned_key, raw_key
 from hrm_assets.defs.common.metadata import table
@@ -77,6 +78,7 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         code_version="1",
         automation_condition=on_upstream_data_change(),
         freshness_policy=freshness_policy("cleaned"),
+        check_specs=[rows_valid_spec(spec)],
     )
     def cleaned(context: dg.AssetExecutionContext, data_paths: DataPaths) -> dg.MaterializeResult:
         cleaned_root = data_paths.cleaned_root
@@ -118,6 +120,7 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 "raw_version": observation.version,
                 "rebuilt": not unchanged,
             },
+            check_results=[rows_valid_result(outputs)],
         )
 
     return cleaned
