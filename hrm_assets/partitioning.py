@@ -33,6 +33,25 @@ def files_of_source(
     return sorted(found, key=lambda item: item.safe_name)
 
 
+def files_by_source(
+    specs: Iterable[SourceSpec], scanned: Iterable[CleanedFile]
+) -> dict[str, list[CleanedFile]]:
+    """The scanned files of each source (by name), in scan order, matching each file only
+    against the sources writing under its top folder (or file name), not against all of them."""
+    specs = list(specs)
+    by_top: dict[str, list[SourceSpec]] = {}
+    for spec in specs:
+        outputs = spec.static_outputs if spec.route is None or spec.route_outputs else [spec.output]
+        for top in {output.split("/", 1)[0] for output in outputs}:
+            by_top.setdefault(top, []).append(spec)
+    found: dict[str, list[CleanedFile]] = {spec.name: [] for spec in specs}
+    for item in scanned:
+        for spec in by_top.get(item.relative.split("/", 1)[0], ()):
+            if spec.writes(item.relative):
+                found[spec.name].append(item)
+    return found
+
+
 def relative_paths_for(name: str) -> list[str]:
     """Every relative path whose tokenized folder name is ``name`` (each ``__`` may be a ``/``)."""
 

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from hrm_assets.layout import LayoutError, safe_name
+from hrm_assets.layout import LayoutError, safe_name, scan_cleaned_files
 from hrm_assets.partitioning import (
+    files_by_source,
     files_of_source,
     partition_changes,
     partition_file,
@@ -49,6 +50,29 @@ def test_files_of_source_assigns_each_file_to_its_source(tmp_path):
     every_owned = [key for keys in owned.values() for key in keys]
     assert "stray.jsonl" not in every_owned
     assert len(every_owned) == len(set(every_owned)), "a file belongs to two sources"
+
+
+def test_files_by_source_agrees_with_files_of_source(tmp_path):
+    for relative in [
+        "gsm8k_train.jsonl",
+        "dmmath/train-easy__algebra__linear_1d.parquet",
+        "dmmath/wrong_format.jsonl",
+        "flan/cot_fsopt_data__task1.parquet",
+        "flan/nested/task2.parquet",
+        "Platypus/arb_math.jsonl",
+        "Platypus/arb_unknown.jsonl",
+        "Platypus/scibench.jsonl",
+        "tasksource/task.parquet",
+        "openmathinstruct2/cot.parquet",
+        "stray.jsonl",
+        "stray/file.parquet",
+    ]:
+        _touch(tmp_path, relative)
+    scanned = scan_cleaned_files(tmp_path)
+    grouped = files_by_source(SOURCES.values(), scanned)
+    assert grouped == {name: files_of_source(spec, tmp_path) for name, spec in SOURCES.items()}
+    assert [item.relative for item in grouped["arb"]] == ["Platypus/arb_math.jsonl"]
+    assert len(grouped["flan"]) == 2
 
 
 def test_files_of_source_on_missing_root_is_empty(tmp_path):

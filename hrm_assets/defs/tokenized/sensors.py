@@ -5,6 +5,7 @@ import dagster as dg
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS, partition_requests
 from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.partitioning import files_by_source
 from hrm_assets.sources import SOURCES
 from hrm_assets.tokenize import remove_owned_output
 
@@ -21,10 +22,11 @@ def cleaned_files_sensor(
 ) -> dg.SensorResult:
     cleaned_root = data_paths.cleaned_root
     scanned = scan_cleaned_files(cleaned_root) if cleaned_root.is_dir() else []
+    by_source = files_by_source(SOURCES.values(), scanned)
     requests = []
     changes = []
     for name, spec in SOURCES.items():
-        added, removed = partition_requests(context.instance, spec, cleaned_root, scanned)
+        added, removed = partition_requests(context.instance, spec, cleaned_root, by_source[name])
         partitions_def = TOKENIZED_PARTITIONS[name]
         if added:
             requests.append(partitions_def.build_add_request(added))
