@@ -29,6 +29,8 @@ def on_upstream_data_change() -> dg.AutomationCondition:
     deps_not_ready = AC.any_deps_match(AC.missing() | AC.in_progress()).with_label(
         "any_deps_missing_or_in_progress"
     )
+    # The trigger comes first: the checks after it only look at what it selected, which is
+    # nothing on most ticks (checking them first costs a third more instance queries).
     return (
         (AC.newly_missing() | upstream_changed)
         .since_last_handled()
