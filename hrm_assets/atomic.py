@@ -191,6 +191,25 @@ def remove_leftovers(target: Path) -> list[Path]:
     return removed
 
 
+def remove_leftovers_of_many(targets: list[Path]) -> list[Path]:
+    """:func:`remove_leftovers` for many targets, listing each parent folder once (not once
+    per target, which is quadratic in a folder of thousands of outputs). Hold every lock."""
+    by_parent: dict[Path, list[Path]] = {}
+    for target in targets:
+        by_parent.setdefault(Path(target).parent, []).append(Path(target))
+    removed = []
+    for parent, members in by_parent.items():
+        if not parent.is_dir():
+            continue
+        temporaries = [entry for entry in parent.iterdir() if entry.name.startswith(TMP_PREFIX)]
+        for target in members if temporaries else []:
+            pattern = _leftover_pattern(target.name)
+            removed.extend(entry for entry in temporaries if pattern.fullmatch(entry.name))
+    for entry in sorted(removed):
+        _remove_entry(entry)
+    return sorted(removed)
+
+
 def last_write_time(entry: Path) -> float:
     """The newest mtime of ``entry`` and, for a folder, of everything in it."""
     newest = entry.lstat().st_mtime

@@ -2,8 +2,8 @@
 
 ``python -m hrm_assets.quickstart`` (what ``make demo`` runs) writes the demo raw corpus (if it
 is not there yet), then runs, through Dagster and recorded in ``$DAGSTER_HOME``:
-raw observations, cleaning and tokenizer training, one tokenization run per cleaned file that
-changed, and the sampled epochs of every training node. Running it again redoes only what
+raw observations, cleaning and tokenizer training, one tokenization run per source over all its
+cleaned files, and the sampled epochs of every training node. Running it again redoes only what
 changed.
 """
 
@@ -40,7 +40,7 @@ def materialize_graph(defs, instance, vocab_size: int = 4096, epochs: int = 10, 
     Each step is a Dagster run recorded in ``instance``; unchanged work is skipped inside the
     assets, so calling this again redoes only what changed. Returns False on the first failure.
     """
-    from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+    from hrm_assets.defs.tokenized.partition_range import all_partitions_tags
     from hrm_assets.sources import SOURCES
 
     log("observing raw sources")
@@ -56,14 +56,15 @@ def materialize_graph(defs, instance, vocab_size: int = 4096, epochs: int = 10, 
     if not result.success:
         return False
     for name in SOURCES:
-        job = defs.resolve_job_def(f"tokenize_{name}")
-        for key in instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name):
-            log(f"tokenizing {name} / {key}")
-            result = job.execute_in_process(
-                instance=instance, partition_key=key, raise_on_error=False
-            )
-            if not result.success:
-                return False
+        tags = all_partitions_tags(instance, name)
+        if not tags:
+            continue
+        log(f"tokenizing {name} (every cleaned file, one run)")
+        result = defs.resolve_job_def(f"tokenize_{name}").execute_in_process(
+            instance=instance, tags=tags, raise_on_error=False
+        )
+        if not result.success:
+            return False
     log(f"sampling {epochs} epochs for every training node")
     sample = defs.resolve_job_def("sample_epochs")
     run_config = {"ops": {node.name: {"config": {"epochs": epochs}} for node in sample.nodes}}

@@ -30,12 +30,15 @@ reused only if its manifest is there and every array has the recorded size.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
+import queue
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +51,7 @@ from hrm_assets.atomic import (
     exclusive_lock,
     lock_path_for,
     remove_leftovers,
+    remove_leftovers_of_many,
     remove_stale_temporaries,
 )
 from hrm_assets.framing import (
@@ -203,6 +207,23 @@ def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
     return metadata
 
 
+# Files decided and written per call of the Rust core: bounds the locks (file descriptors) held
+# at once, and lets the outcomes of one chunk be recorded while the next is encoded.
+CHUNK_FILES = 256
+
+
+@dataclass(frozen=True)
+class TokenizeFailure:
+    """A file of a batch that could not be tokenized; its folder was left as it was."""
+
+    safe_name: str
+    error: Exception
+
+    @property
+    def message(self) -> str:
+        return str(self.error)
+
+
 def tokenize_file(
     cleaned: CleanedFile,
     out_root: Path,
@@ -219,19 +240,121 @@ def tokenize_file(
     ``ValueError`` for an unreadable file or a framing token missing from the vocabulary, and
     ``OSError`` for IO failures; the folder is then left as it was.
     """
+    (result,) = tokenize_files([cleaned], out_root, tokenizer, framing, threads=threads)
+    if isinstance(result, TokenizeFailure):
+        raise result.error
+    return result
+
+
+def tokenize_files(
+    files: Sequence[CleanedFile],
+    out_root: Path,
+    tokenizer: TokenizerLike,
+    framing: Framing | None = None,
+    threads: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> Iterator[TokenizeOutcome | TokenizeFailure]:
+    """Tokenize many cleaned files, skipping current folders, as :func:`tokenize_file` does
+    for one: yields one outcome or failure per file, chunk by chunk in name order, each as
+    soon as its folder is in place (and durable).
+
+    Each chunk is decided under its folders' locks and encoded by one call of the Rust core,
+    several files at once, with one durable sync for the chunk; the next chunk is encoded
+    while the caller handles the outcomes of the last. ``progress(bytes)`` gets the cleaned
+    bytes done (from a worker thread). A failing file does not stop the others; setup errors
+    (the tokenizer cannot be loaded) raise.
+    """
     setup = _as_setup(tokenizer, framing)
-    folder = Path(out_root) / cleaned.safe_name
-    with exclusive_lock(lock_path_for(folder)):
-        # Whoever wrote these leftovers held this lock, so they are dead.
-        remove_leftovers(folder)
-        if folder.is_dir():
-            remove_leftovers(folder / METADATA_FILE)
-        return _tokenize_locked(cleaned, folder, setup, threads)
+    setup.encoder()
+    ordered = sorted(files, key=lambda item: item.safe_name)
+    chunks = [ordered[i : i + CHUNK_FILES] for i in range(0, len(ordered), CHUNK_FILES)]
+    results: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for chunk in chunks:
+                if stop.is_set():
+                    return
+                results.put(_tokenize_chunk(chunk, Path(out_root), setup, threads, progress))
+            results.put(None)
+        except BaseException as error:  # re-raised in the caller's thread
+            results.put(error)
+
+    worker = threading.Thread(target=work, name="hrm-tokenize-chunks", daemon=True)
+    worker.start()
+    try:
+        while (item := results.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield from item
+    finally:
+        stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                results.get_nowait()
+        worker.join()
 
 
-def _tokenize_locked(
-    cleaned: CleanedFile, folder: Path, setup: TokenizerSetup, threads: int | None
-) -> TokenizeOutcome:
+def _tokenize_chunk(
+    chunk: Sequence[CleanedFile],
+    out_root: Path,
+    setup: TokenizerSetup,
+    threads: int | None,
+    progress: Callable[[int], object] | None,
+) -> list[TokenizeOutcome | TokenizeFailure]:
+    folders = [out_root / item.safe_name for item in chunk]
+    with contextlib.ExitStack() as locks:
+        for folder in folders:
+            locks.enter_context(exclusive_lock(lock_path_for(folder)))
+        # Whoever wrote these leftovers held these locks, so they are dead.
+        remove_leftovers_of_many(folders)
+        for folder in folders:
+            if folder.is_dir():
+                remove_leftovers(folder / METADATA_FILE)
+        results: list[TokenizeOutcome | TokenizeFailure | None] = []
+        pending: list[tuple[int, CleanedFile, dict, int]] = []
+        for item, folder in zip(chunk, folders, strict=True):
+            try:
+                decided = _reuse_or_plan(item, folder, setup)
+            except (ValueError, OSError) as error:
+                decided = TokenizeFailure(item.safe_name, error)
+            if isinstance(decided, tuple):
+                metadata, size = decided
+                pending.append((len(results), item, metadata, size))
+                results.append(None)
+            else:
+                results.append(decided)
+                if progress is not None and isinstance(decided, TokenizeOutcome):
+                    progress(decided.bytes)
+        jobs = [
+            (str(item.path), str(out_root / item.safe_name), json.dumps(metadata))
+            for _, item, metadata, _ in pending
+        ]
+        written = setup.encoder().tokenize_files(jobs, num_threads=threads, progress=progress)
+        for (index, item, metadata, size), result in zip(pending, written, strict=True):
+            if isinstance(result, Exception):
+                results[index] = TokenizeFailure(item.safe_name, result)
+                continue
+            results[index] = TokenizeOutcome(
+                safe_name=item.safe_name,
+                skipped=False,
+                rows=result["rows"],
+                tokens=result["tokens"],
+                bytes=size,
+                data_version=metadata["data_version"],
+                output_dir=out_root / item.safe_name,
+                text_bytes=result["text_bytes"],
+                seconds=result["seconds"],
+            )
+    return [result for result in results if result is not None]
+
+
+def _reuse_or_plan(
+    cleaned: CleanedFile, folder: Path, setup: TokenizerSetup
+) -> TokenizeOutcome | tuple[dict, int]:
+    """The outcome of reusing ``folder`` if it is current, else the metadata (and source size)
+    to write it with. Call with the folder's lock held."""
     stat = cleaned.path.stat()
     source_sha256 = file_sha256(cleaned.path)
     version = data_version(source_sha256, setup)
@@ -246,39 +369,26 @@ def _tokenize_locked(
         "data_version": version,
     }
     current = _reusable_metadata(folder, metadata)
-    if current is not None:
-        stale = {k: v for k, v in metadata.items() if current.get(k) != v}
-        if stale:
-            # Same content, new mtime (or path): keep data_io's fields truthful.
-            atomic_write_text(
-                folder / METADATA_FILE,
-                json.dumps(
-                    {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-                ),
-            )
-        return TokenizeOutcome(
-            safe_name=cleaned.safe_name,
-            skipped=True,
-            rows=current["rows"],
-            tokens=current["tokens"],
-            bytes=stat.st_size,
-            data_version=version,
-            output_dir=folder,
-            text_bytes=current.get("text_bytes", 0),
+    if current is None:
+        return metadata, stat.st_size
+    stale = {k: v for k, v in metadata.items() if current.get(k) != v}
+    if stale:
+        # Same content, new mtime (or path): keep data_io's fields truthful.
+        atomic_write_text(
+            folder / METADATA_FILE,
+            json.dumps(
+                {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            ),
         )
-    result = setup.encoder().tokenize_file(
-        str(cleaned.path), str(folder), json.dumps(metadata), num_threads=threads
-    )
     return TokenizeOutcome(
         safe_name=cleaned.safe_name,
-        skipped=False,
-        rows=result["rows"],
-        tokens=result["tokens"],
+        skipped=True,
+        rows=current["rows"],
+        tokens=current["tokens"],
         bytes=stat.st_size,
         data_version=version,
         output_dir=folder,
-        text_bytes=result["text_bytes"],
-        seconds=result["seconds"],
+        text_bytes=current.get("text_bytes", 0),
     )
 
 
@@ -363,9 +473,9 @@ def tokenize_tree(
     """data_io's tokenizer command: every cleaned file under ``dirs`` into ``out_root``.
 
     Sweeps stale ``.tmp-`` leftovers, writes ``tokenizer_info.json``, prunes owned orphans,
-    then tokenizes file by file (each on
-    all threads), skipping current folders. A failing file is recorded in the report and the
-    others go on. Setup problems (no tokenizer, framing token not in the vocabulary, two files
+    then tokenizes every file with :func:`tokenize_files` (several at once, skipping current
+    folders). A failing file is recorded in the report and the others go on. Setup problems
+    (no tokenizer, framing token not in the vocabulary, two files
     with one safe name) raise ``ValueError``/``OSError`` before anything is written.
     """
     started = time.perf_counter()
@@ -377,22 +487,20 @@ def tokenize_tree(
     swept = [entry.name for entry in remove_stale_temporaries(out_root)]
     write_tokenizer_info(out_root, setup)
     report = TreeReport(pruned=prune_orphans(out_root, [f.safe_name for f in files]), swept=swept)
-    sizes = [f.path.stat().st_size for f in files]
     with tqdm(
-        total=sum(sizes),
+        total=sum(f.path.stat().st_size for f in files),
         unit="B",
         unit_scale=True,
         desc="tokenize",
         file=sys.stderr,
         disable=not progress,
     ) as bar:
-        for item, size in zip(files, sizes, strict=True):
-            bar.set_postfix_str(item.safe_name, refresh=False)
-            try:
-                report.outcomes.append(tokenize_file(item, out_root, setup, threads=threads))
-            except (ValueError, OSError) as exc:
-                report.failures.append((item.safe_name, str(exc)))
-            bar.update(size)
+        for result in tokenize_files(files, out_root, setup, threads=threads, progress=bar.update):
+            if isinstance(result, TokenizeFailure):
+                report.failures.append((result.safe_name, result.message))
+            else:
+                report.outcomes.append(result)
+            bar.set_postfix_str(result.safe_name, refresh=False)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -52,6 +52,28 @@ impl Error {
             problem: problem.into(),
         }
     }
+
+    /// The same error again (for a failure shared by several jobs); an IO error keeps its
+    /// errno, so Python still raises the matching `OSError` subclass.
+    pub fn replicate(&self) -> Self {
+        match self {
+            Error::Row {
+                path,
+                row,
+                field,
+                problem,
+            } => Error::row(path, *row, *field, problem.clone()),
+            Error::File { path, problem } => Error::file(path, problem.clone()),
+            Error::Config(message) => Error::Config(message.clone()),
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+        }
+    }
 }
 
 /// Attach the path an IO error happened on, since `std::io::Error` does not carry it.
@@ -104,6 +126,16 @@ mod tests {
         );
         let err = Error::row(Path::new("x.jsonl"), 3, None, "malformed JSON");
         assert_eq!(err.to_string(), "x.jsonl: row 3: malformed JSON");
+    }
+
+    #[test]
+    fn replicated_io_error_keeps_errno_and_path() {
+        let err = std::fs::File::open("/definitely/not/here")
+            .at(Path::new("/definitely/not/here"))
+            .unwrap_err();
+        let again = err.replicate();
+        assert_eq!(again.to_string(), err.to_string());
+        assert!(matches!(again, Error::Io { ref source, .. } if source.raw_os_error() == Some(2)));
     }
 
     #[test]

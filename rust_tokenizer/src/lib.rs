@@ -4,6 +4,7 @@
 //! that maturin builds into `hrm_assets._tokenizer`.
 
 pub mod concat;
+pub mod durable;
 pub mod encode;
 pub mod epochs;
 pub mod error;
@@ -24,7 +25,9 @@ pub use encode::{
 };
 pub use error::{Error, Result};
 pub use framing::{FramedRow, Framing, FramingSpec};
-pub use output::{tokenize_to_folder, ARRAY_FILES, METADATA_FILE, OWNER_MARKER};
+pub use output::{
+    tokenize_files, tokenize_to_folder, FileJob, ARRAY_FILES, METADATA_FILE, OWNER_MARKER,
+};
 
 /// Bumped whenever the bytes written for the same input, tokenizer and framing could change, so
 /// that data versions (and the incremental skip) notice.

@@ -56,7 +56,8 @@ pub fn header(descr: &str, len: u64) -> [u8; HEADER_LEN] {
     out
 }
 
-/// Streams a 1-D array to a `.npy` file; `finish` writes the final length and syncs the file.
+/// Streams a 1-D array to a `.npy` file; `finish` writes the final length. Durability is the
+/// caller's (`durable::sync_folders` for a batch of folders).
 pub struct NpyWriter<T: NpyElement> {
     path: PathBuf,
     out: BufWriter<File>,
@@ -95,7 +96,7 @@ impl<T: NpyElement> NpyWriter<T> {
         self.len == 0
     }
 
-    /// Patch the header with the final length, flush and fsync. Returns the element count.
+    /// Patch the header with the final length and flush. Returns the element count.
     pub fn finish(self) -> Result<u64> {
         let path = self.path;
         let mut file = self
@@ -105,7 +106,6 @@ impl<T: NpyElement> NpyWriter<T> {
             .at(&path)?;
         file.seek(SeekFrom::Start(0)).at(&path)?;
         file.write_all(&header(T::DESCR, self.len)).at(&path)?;
-        file.sync_all().at(&path)?;
         Ok(self.len)
     }
 }

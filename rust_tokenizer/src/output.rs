@@ -6,6 +6,11 @@
 //! The staged folder also gets `manifest.json` (size and SHA-256 of each array, the format of
 //! Python's `hrm_assets.manifest`) before the rename, so a folder in place always carries the
 //! fingerprint of its own bytes.
+//!
+//! Staged folders are written unsynced; [`tokenize_files`] encodes a batch of files at once,
+//! makes all of their staged folders durable with one call (`durable::sync_folders`), renames
+//! them and then syncs each parent directory once, so the batch costs a few syncs, not eight
+//! per file.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -18,6 +23,7 @@ use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::durable::{sync_dir, sync_folders};
 use crate::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
 use crate::error::{Error, IoContext, Result};
 use crate::npy::{hex_digest, NpyWriter};
@@ -70,13 +76,6 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-fn sync_dir(path: &Path) {
-    // Best effort: some filesystems refuse to fsync a directory.
-    if let Ok(dir) = File::open(path) {
-        let _ = dir.sync_all();
-    }
-}
-
 fn remove_any(path: &Path) -> std::io::Result<()> {
     if fs::symlink_metadata(path)?.is_dir() {
         fs::remove_dir_all(path)
@@ -104,7 +103,8 @@ impl StagedDir {
     }
 
     /// Move the staged folder to the target. An existing target is first renamed aside (a
-    /// directory cannot be renamed over a non-empty one), then deleted.
+    /// directory cannot be renamed over a non-empty one), then deleted. The staged files must
+    /// already be durable; the rename is made durable by syncing the parent afterwards.
     pub fn commit(mut self) -> Result<()> {
         let parent = parent_of(&self.target).to_path_buf();
         let retired = if fs::symlink_metadata(&self.target).is_ok() {
@@ -122,7 +122,6 @@ impl StagedDir {
             return Err(err).at(&self.target);
         }
         self.committed = true;
-        sync_dir(&parent);
         if let Some(aside) = retired {
             // The new folder is in place; failing to delete the old one only leaves a `.tmp-`.
             let _ = remove_any(&aside);
@@ -180,10 +179,8 @@ impl TokenSink for NpyFolderWriter {
     }
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = File::create(path).at(path)?;
-    file.write_all(bytes).at(path)?;
-    file.sync_all().at(path)
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    File::create(path).at(path)?.write_all(bytes).at(path)
 }
 
 /// Size and lowercase hex SHA-256 of a file's bytes, read in 1 MiB chunks.
@@ -219,6 +216,13 @@ pub fn manifest_json(dir: &Path, names: &[&str]) -> Result<Vec<u8>> {
     Ok(serde_json::to_vec(&manifest).expect("a JSON map always serialises"))
 }
 
+/// One file of a batch: the cleaned file, its tokenized folder and the metadata to record.
+pub struct FileJob {
+    pub input: PathBuf,
+    pub target: PathBuf,
+    pub metadata: Map<String, Value>,
+}
+
 /// Tokenize `input` into the folder `target` (replaced atomically), on the current rayon pool.
 ///
 /// `metadata` is written as `metadata.json` (compact, keys sorted) after gaining `rows`,
@@ -229,23 +233,100 @@ pub fn tokenize_to_folder(
     encoder: &Encoder,
     input: &Path,
     target: &Path,
-    mut metadata: Map<String, Value>,
+    metadata: Map<String, Value>,
     batch_rows: usize,
 ) -> Result<EncodeStats> {
-    let staged = StagedDir::create(target)?;
+    let job = FileJob {
+        input: input.to_path_buf(),
+        target: target.to_path_buf(),
+        metadata,
+    };
+    let mut results = tokenize_files(encoder, vec![job], batch_rows, &|_| {});
+    results.pop().expect("one result per job")
+}
+
+/// Tokenize every job as [`tokenize_to_folder`] does, several files at once on the current
+/// rayon pool (largest first, so small files fill the cores around large ones), then make the
+/// written folders durable together and rename each into place. `finished(bytes)` is called
+/// from the worker threads with the input size of each file once its folder is staged.
+///
+/// Returns one result per job, in the order given; a failing job leaves its target as it was
+/// and does not stop the others.
+pub fn tokenize_files(
+    encoder: &Encoder,
+    jobs: Vec<FileJob>,
+    batch_rows: usize,
+    finished: &(dyn Fn(u64) + Sync),
+) -> Vec<Result<EncodeStats>> {
+    let sizes: Vec<u64> = jobs
+        .iter()
+        .map(|job| fs::metadata(&job.input).map_or(0, |meta| meta.len()))
+        .collect();
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&index| std::cmp::Reverse(sizes[index]));
+    let mut staged: Vec<Option<Result<(StagedDir, EncodeStats)>>> =
+        (0..jobs.len()).map(|_| None).collect();
+    let written: Vec<(usize, Result<(StagedDir, EncodeStats)>)> = order
+        .into_par_iter()
+        .map(|index| {
+            let job = &jobs[index];
+            let result = write_staged(encoder, job, batch_rows);
+            finished(sizes[index]);
+            (index, result)
+        })
+        .collect();
+    for (index, result) in written {
+        staged[index] = Some(result);
+    }
+    let staged: Vec<Result<(StagedDir, EncodeStats)>> = staged
+        .into_iter()
+        .map(|result| result.expect("every job ran"))
+        .collect();
+
+    let dirs: Vec<&Path> = staged
+        .iter()
+        .filter_map(|result| result.as_ref().ok().map(|(dir, _)| dir.path()))
+        .collect();
+    if let Err(err) = sync_folders(&dirs) {
+        // Nothing is renamed: the staged folders are removed as they drop.
+        return staged
+            .into_iter()
+            .map(|result| result.and_then(|_| Err(err.replicate())))
+            .collect();
+    }
+    let results: Vec<Result<EncodeStats>> = staged
+        .into_iter()
+        .map(|result| result.and_then(|(dir, stats)| dir.commit().map(|()| stats)))
+        .collect();
+    let mut parents: Vec<&Path> = jobs.iter().map(|job| parent_of(&job.target)).collect();
+    parents.sort();
+    parents.dedup();
+    for parent in parents {
+        sync_dir(parent);
+    }
+    results
+}
+
+/// Encode one job into a new staging folder next to its target (not yet synced or renamed).
+fn write_staged(
+    encoder: &Encoder,
+    job: &FileJob,
+    batch_rows: usize,
+) -> Result<(StagedDir, EncodeStats)> {
+    let staged = StagedDir::create(&job.target)?;
     let mut arrays = NpyFolderWriter::create(staged.path())?;
-    let stats = encoder.encode_file(input, &mut arrays, batch_rows)?;
+    let stats = encoder.encode_file(&job.input, &mut arrays, batch_rows)?;
     arrays.finish()?;
+    let mut metadata = job.metadata.clone();
     metadata.insert("rows".into(), stats.rows.into());
     metadata.insert("tokens".into(), stats.tokens.into());
     metadata.insert("text_bytes".into(), stats.text_bytes.into());
     let json = serde_json::to_vec(&Value::Object(metadata)).expect("a JSON map always serialises");
-    write_synced(&staged.path().join(METADATA_FILE), &json)?;
+    write_file(&staged.path().join(METADATA_FILE), &json)?;
     let manifest = manifest_json(staged.path(), &ARRAY_FILES)?;
-    write_synced(&staged.path().join(MANIFEST_FILE), &manifest)?;
-    write_synced(&staged.path().join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
-    staged.commit()?;
-    Ok(stats)
+    write_file(&staged.path().join(MANIFEST_FILE), &manifest)?;
+    write_file(&staged.path().join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
+    Ok((staged, stats))
 }
 
 #[cfg(test)]

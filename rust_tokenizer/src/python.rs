@@ -21,7 +21,8 @@ use crate::epochs::{write_epochs, RowTable, TaskRows, FIELDS};
 use crate::error::Error;
 use crate::framing::FramingSpec;
 use crate::output::{
-    tokenize_to_folder, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, OWNER_MARKER,
+    tokenize_files, tokenize_to_folder, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT,
+    METADATA_FILE, OWNER_MARKER,
 };
 use crate::philox::{Philox, PhiloxState};
 use crate::spans::read_span_table;
@@ -247,6 +248,68 @@ impl Encoder {
         result.set_item("text_bytes", stats.text_bytes)?;
         result.set_item("seconds", started.elapsed().as_secs_f64())?;
         Ok(result)
+    }
+
+    /// Tokenize many cleaned files into their folders in one call, several files at once,
+    /// with one durable sync for the batch (see `output::tokenize_files`).
+    ///
+    /// `jobs` are `(input_path, output_dir, metadata_json)`. Returns one item per job, in
+    /// order: the `tokenize_file` dict, or the exception that job raised (not raised here, so
+    /// one bad file does not hide the others). `progress(bytes)` receives input bytes of
+    /// finished files, at most every 200 ms and once at the end.
+    #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None))]
+    fn tokenize_files<'py>(
+        &self,
+        py: Python<'py>,
+        jobs: Vec<(PathBuf, PathBuf, String)>,
+        num_threads: Option<usize>,
+        batch_rows: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let jobs = jobs
+            .into_iter()
+            .map(|(input, target, metadata_json)| {
+                let metadata = serde_json::from_str(&metadata_json).map_err(|err| {
+                    PyValueError::new_err(format!(
+                        "{}: metadata_json must be a JSON object: {err}",
+                        input.display()
+                    ))
+                })?;
+                Ok(FileJob {
+                    input,
+                    target,
+                    metadata,
+                })
+            })
+            .collect::<PyResult<Vec<FileJob>>>()?;
+        let encoder = &self.inner;
+        let started = Instant::now();
+        let reporter = std::sync::Mutex::new(ThrottledProgress::new(progress.as_ref()));
+        let results = py.detach(|| {
+            let pool = thread_pool(num_threads)?;
+            Ok::<_, Error>(pool.install(|| {
+                tokenize_files(encoder, jobs, batch_rows, &|bytes| {
+                    reporter.lock().unwrap().add(bytes);
+                })
+            }))
+        });
+        let results = results.map_err(|err| to_py_err(py, err))?;
+        reporter.into_inner().unwrap().finish(py, true)?;
+        let seconds = started.elapsed().as_secs_f64();
+        results
+            .into_iter()
+            .map(|result| match result {
+                Ok(stats) => {
+                    let item = PyDict::new(py);
+                    item.set_item("rows", stats.rows)?;
+                    item.set_item("tokens", stats.tokens)?;
+                    item.set_item("text_bytes", stats.text_bytes)?;
+                    item.set_item("seconds", seconds)?;
+                    Ok(item.into_any())
+                }
+                Err(err) => Ok(to_py_err(py, err).into_value(py).into_bound(py).into_any()),
+            })
+            .collect()
     }
 }
 

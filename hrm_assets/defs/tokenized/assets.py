@@ -1,8 +1,15 @@
 """Tokenized files: ``tokenized/<source>``, one dynamic partition per cleaned file.
 
-A partition whose cleaned file, tokenizer and framing are unchanged does no work and reports
-the same data version, so nothing downstream becomes stale.
+Any set of partitions materializes in one run (``BackfillPolicy.single_run()``): a backfill of
+all 2,000 FLAN files, a ``--partition-range`` from the CLI, or what automation requests. The
+step hands every file to the Rust core at once (several files encoded together, one durable
+sync per chunk) and records each partition on its own (``records.py``): a changed file gets a
+materialization with its own data version and its checks; an unchanged one keeps its record.
+A file that fails fails the run, named in the error, after every other file is recorded.
 """
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import dagster as dg
 
@@ -10,66 +17,140 @@ from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
-from hrm_assets.defs.tokenized.checks import tokenized_check_results, tokenized_check_specs
+from hrm_assets.defs.tokenized.checks import (
+    tokenized_check_results,
+    tokenized_check_specs,
+    tokenized_vocab_size,
+)
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+from hrm_assets.defs.tokenized.records import (
+    latest_materialization_target,
+    materialization,
+    partition_evaluation,
+    recorded_data_versions,
+    version_tags,
+)
 from hrm_assets.framing import Framing
-from hrm_assets.layout import LayoutError
-from hrm_assets.partitioning import partition_file
+from hrm_assets.layout import CleanedFile, LayoutError
+from hrm_assets.partitioning import files_of_source, partition_file
 from hrm_assets.sources import SOURCES, SourceSpec
-from hrm_assets.tokenize import TokenizerSetup, tokenize_file, write_tokenizer_info
+from hrm_assets.tokenize import (
+    TokenizeFailure,
+    TokenizeOutcome,
+    TokenizerSetup,
+    tokenize_files,
+    write_tokenizer_info,
+)
+
+CODE_VERSION = "2"
 
 
 class TokenizeConfig(dg.Config):
     threads: int | None = None
 
 
+def cleaned_files_for(
+    spec: SourceSpec, cleaned_root: Path, partitions: Sequence[str]
+) -> tuple[list[CleanedFile], list[TokenizeFailure]]:
+    """The cleaned file of each partition (one scan of the source), and a failure naming each
+    partition whose file is missing or ambiguous."""
+    by_name: dict[str, list[CleanedFile]] = {}
+    for item in files_of_source(spec, cleaned_root):
+        by_name.setdefault(item.safe_name, []).append(item)
+    found, missing = [], []
+    for key in partitions:
+        candidates = by_name.get(key, [])
+        if len(candidates) == 1:
+            found.append(candidates[0])
+            continue
+        try:
+            partition_file(spec, cleaned_root, key)  # raises LayoutError for two candidates
+            problem = (
+                f"cleaned file for partition {key!r} of {spec.name} not found under "
+                f"{cleaned_root}; rematerialize cleaned/{spec.name}"
+            )
+        except LayoutError as error:
+            problem = str(error)
+        missing.append(TokenizeFailure(key, FileNotFoundError(problem)))
+    return found, missing
+
+
 def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
-    @dg.asset(
-        key=tokenized_key(spec.name),
-        group_name=TOKENIZED_PREFIX,
-        deps=[cleaned_key(spec.name), TOKENIZER_KEY],
-        partitions_def=TOKENIZED_PARTITIONS[spec.name],
-        kinds={"rust", "numpy"},
-        op_tags={CELERY_QUEUE_TAG: GENERAL_QUEUE},
-        description=f"data_io's token arrays of each cleaned file of {spec.name}",
-        code_version="1",
-        automation_condition=on_upstream_data_change(),
-        freshness_policy=freshness_policy("tokenized"),
+    asset_key = tokenized_key(spec.name)
+    deps = [cleaned_key(spec.name), TOKENIZER_KEY]
+
+    @dg.multi_asset(
+        name=f"tokenized_{spec.name}",
+        specs=[
+            dg.AssetSpec(
+                asset_key,
+                deps=deps,
+                group_name=TOKENIZED_PREFIX,
+                partitions_def=TOKENIZED_PARTITIONS[spec.name],
+                kinds={"rust", "numpy"},
+                description=f"data_io's token arrays of each cleaned file of {spec.name}",
+                code_version=CODE_VERSION,
+                automation_condition=on_upstream_data_change(),
+                freshness_policy=freshness_policy("tokenized"),
+                # Records are yielded per partition (records.py), never as the step's output.
+                skippable=True,
+            )
+        ],
         check_specs=tokenized_check_specs(spec),
+        can_subset=True,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        op_tags={CELERY_QUEUE_TAG: GENERAL_QUEUE},
     )
     def tokenized(
         context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
-    ) -> dg.MaterializeResult:
-        key = context.partition_key
-        try:
-            cleaned_file = partition_file(spec, data_paths.cleaned_root, key)
-        except LayoutError as error:
-            raise dg.Failure(str(error)) from error
-        if cleaned_file is None:
-            raise dg.Failure(
-                f"cleaned file for partition {key!r} of {spec.name} not found under "
-                f"{data_paths.cleaned_root}; rematerialize cleaned/{spec.name}"
-            )
+    ) -> Iterator[dg.AssetMaterialization | dg.AssetCheckEvaluation]:
+        partitions = context.partition_keys
+        files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
         setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
-        write_tokenizer_info(data_paths.tokenized_root, setup)
-        outcome = tokenize_file(
-            cleaned_file, data_paths.tokenized_root, setup, threads=config.threads
-        )
+        tokenized_root = data_paths.tokenized_root
+        write_tokenizer_info(tokenized_root, setup)
+        vocab_size = tokenized_vocab_size(tokenized_root)
+        instance = context.instance
+        recorded = recorded_data_versions(instance, asset_key, partitions)
+        tags = version_tags(instance, deps, CODE_VERSION)
+        unchanged: list[TokenizeOutcome] = []
+        counts = {"tokenized": 0, "unchanged": 0, "recorded": 0}
+        context.log.info(f"{len(files):,} of {len(partitions):,} partitions have their file")
+
+        for result in tokenize_files(files, tokenized_root, setup, threads=config.threads):
+            if isinstance(result, TokenizeFailure):
+                failures.append(result)
+                continue
+            counts["unchanged" if result.skipped else "tokenized"] += 1
+            checks = tokenized_check_results(tokenized_root, result.output_dir, vocab_size)
+            key = result.safe_name
+            if recorded.get(key) == result.data_version:
+                unchanged.append(result)
+                # Its latest record holds passing checks; only a new failure is news.
+                to_record = [check for check in checks if not check.passed]
+            else:
+                counts["recorded"] += 1
+                yield materialization(asset_key, result, tags)
+                to_record = checks
+            if to_record:
+                target = latest_materialization_target(instance, asset_key, key)
+                for check in to_record:
+                    yield partition_evaluation(check, asset_key, key, target)
+
+        if failures:
+            # A failed run marks every partition it did not record as failed: record the
+            # unchanged ones too, so that only the failing files show as failed.
+            for result in unchanged:
+                yield materialization(asset_key, result, tags)
+            names = "\n".join(f"- {failure.safe_name}: {failure.message}" for failure in failures)
+            raise dg.Failure(
+                description=f"{len(failures)} of {len(partitions)} file(s) of {spec.name} "
+                f"failed (the others are recorded):\n{names}",
+                metadata={"failed": [failure.safe_name for failure in failures]},
+            )
         context.log.info(
-            f"{key}: {'unchanged, skipped' if outcome.skipped else 'tokenized'} "
-            f"({outcome.rows:,} rows, {outcome.tokens:,} tokens)"
-        )
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(outcome.data_version),
-            metadata={
-                "path": dg.MetadataValue.path(str(outcome.output_dir)),
-                "dagster/row_count": outcome.rows,
-                "tokens": outcome.tokens,
-                "source_bytes": outcome.bytes,
-                "skipped": outcome.skipped,
-                "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
-            },
-            check_results=tokenized_check_results(data_paths.tokenized_root, outcome.output_dir),
+            f"{spec.name}: {counts['tokenized']:,} tokenized, {counts['unchanged']:,} unchanged; "
+            f"{counts['recorded']:,} partition record(s) written"
         )
 
     return tokenized

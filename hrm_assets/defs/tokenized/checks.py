@@ -1,9 +1,9 @@
 """Blocking checks per tokenized partition: arrays are consistent with each other and the vocab,
 and every array still has the size and SHA-256 its ``manifest.json`` records.
 
-They are check specs of the tokenized asset, evaluated in its own step right after the folder
-is written or reused: a per-file run is then one step, not three (each step is a process under
-the multiprocess executor), and a skipped partition is still verified.
+They are check specs of the tokenized asset, evaluated in its own step right after each folder
+is written or reused (a batched run is one step whatever its number of files), so a skipped
+partition is still verified; ``records.py`` decides which evaluations are recorded.
 """
 
 import json
@@ -46,8 +46,12 @@ def tokenized_check_specs(spec: SourceSpec) -> list[dg.AssetCheckSpec]:
         ]
 
 
-def arrays_consistent_result(tokenized_root: Path, folder: Path) -> dg.AssetCheckResult:
-    vocab_size = json.loads((tokenized_root / TOKENIZER_INFO_FILE).read_text("utf-8"))["vocab_size"]
+def tokenized_vocab_size(tokenized_root: Path) -> int:
+    """The vocabulary size ``tokenizer_info.json`` of a tokenized root records."""
+    return json.loads((tokenized_root / TOKENIZER_INFO_FILE).read_text("utf-8"))["vocab_size"]
+
+
+def arrays_consistent_result(vocab_size: int, folder: Path) -> dg.AssetCheckResult:
     report = check_tokenized_folder(folder, vocab_size)
     return dg.AssetCheckResult(
         check_name=ARRAYS_CONSISTENT,
@@ -72,8 +76,13 @@ def manifest_check_result(
     )
 
 
-def tokenized_check_results(tokenized_root: Path, folder: Path) -> list[dg.AssetCheckResult]:
+def tokenized_check_results(
+    tokenized_root: Path, folder: Path, vocab_size: int | None = None
+) -> list[dg.AssetCheckResult]:
+    """Both checks of one tokenized folder (``vocab_size`` read from the root if not given)."""
+    if vocab_size is None:
+        vocab_size = tokenized_vocab_size(tokenized_root)
     return [
-        arrays_consistent_result(tokenized_root, folder),
+        arrays_consistent_result(vocab_size, folder),
         manifest_check_result(verify_folder(folder)),
     ]

@@ -1,0 +1,120 @@
+"""Per-partition records of a batched tokenization run.
+
+Dagster 1.13 gives every partition of a multi-partition run the one data version of the step's
+output (dagster-io/dagster issues 18649 and 34013), which would make each file's version a lie.
+So the tokenized assets yield no output: they record each partition themselves, an
+``AssetMaterialization`` with that file's own data version (and the provenance tags Dagster
+would have written) followed by its check evaluations. docs/DAGSTER.md explains the choice.
+
+A partition is recorded when its data version differs from the one Dagster last recorded for
+it (a new or changed file, a new tokenizer, or a folder written outside Dagster). An unchanged
+partition's latest record already states its version, rows and checks, so a no-op rebuild of
+thousands of files writes no per-file events: only its failing checks are recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
+from dagster._core.events import DagsterEventType
+
+from hrm_assets.tokenize import TokenizeOutcome
+
+_NULL_EVENT_POINTER = "NULL"
+
+
+def recorded_data_versions(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
+) -> dict[str, str]:
+    """The data version Dagster last recorded for each of ``partitions`` (one query)."""
+    tags = instance.event_log_storage.get_latest_tags_by_partition(
+        asset_key,
+        DagsterEventType.ASSET_MATERIALIZATION,
+        tag_keys=[DATA_VERSION_TAG],
+        asset_partitions=list(partitions),
+    )
+    return {
+        key: found[DATA_VERSION_TAG] for key, found in tags.items() if DATA_VERSION_TAG in found
+    }
+
+
+def version_tags(
+    instance: dg.DagsterInstance, deps: Iterable[dg.AssetKey], code_version: str
+) -> dict[str, str]:
+    """The code-version and input-provenance tags of a materialization, as Dagster writes
+    them (so the UI's staleness works), for the inputs' latest materializations."""
+    tags = {CODE_VERSION_TAG: code_version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
+    for key in deps:
+        latest = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1)
+        record = latest.records[0] if latest.records else None
+        version = record.asset_materialization.tags.get(DATA_VERSION_TAG) if record else None
+        tags[get_input_data_version_tag(key)] = version or DEFAULT_DATA_VERSION.value
+        tags[get_input_event_pointer_tag(key)] = (
+            str(record.storage_id) if record else _NULL_EVENT_POINTER
+        )
+    return tags
+
+
+def materialization(
+    asset_key: dg.AssetKey, outcome: TokenizeOutcome, tags: dict[str, str]
+) -> dg.AssetMaterialization:
+    """The record of one tokenized file, with its own data version."""
+    return dg.AssetMaterialization(
+        asset_key=asset_key,
+        partition=outcome.safe_name,
+        metadata={
+            "path": dg.MetadataValue.path(str(outcome.output_dir)),
+            "dagster/row_count": outcome.rows,
+            "tokens": outcome.tokens,
+            "source_bytes": outcome.bytes,
+            "skipped": outcome.skipped,
+            "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
+        },
+        tags={**tags, DATA_VERSION_TAG: outcome.data_version},
+    )
+
+
+def latest_materialization_target(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """What a check evaluation of ``partition`` refers to: its latest materialization."""
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    )
+    if not latest.records:
+        return None
+    record = latest.records[0]
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+    )
+
+
+def partition_evaluation(
+    result: dg.AssetCheckResult,
+    asset_key: dg.AssetKey,
+    partition: str,
+    target: AssetCheckEvaluationTargetMaterializationData | None,
+) -> dg.AssetCheckEvaluation:
+    """A check result as the evaluation of one partition (``AssetCheckResult`` can only name
+    the run's partition, and a batched run has many)."""
+    return dg.AssetCheckEvaluation(
+        asset_key=asset_key,
+        check_name=result.check_name,
+        passed=result.passed,
+        metadata=result.metadata,
+        target_materialization_data=target,
+        blocking=True,
+        partition=partition,
+    )

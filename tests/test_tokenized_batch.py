@@ -1,0 +1,193 @@
+"""Issue 14: many tokenized partitions in one run, each recorded truthfully.
+
+A run over a partition range hands every file to the Rust core at once; each partition still
+gets its own data version, rows, tokens, ``skipped`` and check results; an unchanged partition
+keeps its record; a failing file fails its own partition (named), the others are recorded."""
+
+# ruff: noqa: F401, F811  (the shared fixtures are imported by name)
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+from test_reliability_dagster import data_paths, failure_text, instance
+from test_rust_tokenizer import gsm8k_rows
+from test_sampling import tree_bytes
+
+from hrm_assets.defs.tokenized.assets import build_tokenized_asset
+from hrm_assets.defs.tokenized.partition_range import all_partitions_tags, main, source_of
+from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+from hrm_assets.manifest import verify_folder
+from hrm_assets.sources import SOURCES
+
+FLAN = SOURCES["flan"]
+KEY = dg.AssetKey(["tokenized", "flan"])
+FILES = 12
+
+
+def write_flan_file(path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = ("condition", "instruction", "response")
+    schema = pa.schema([(name, pa.string()) for name in columns])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+@pytest.fixture
+def flan(instance, data_paths, real_raw):
+    """Twelve cleaned FLAN task files (1 to 23 rows) registered as partitions."""
+    rows = gsm8k_rows(real_raw, "train", 200)
+    keys = []
+    for index in range(FILES):
+        name = f"cot_fsopt_data__task{index:02d}.parquet"
+        write_flan_file(data_paths.cleaned_root / "flan" / name, rows[index * 13 : index * 15 + 1])
+        keys.append(f"flan__{name}")
+    instance.add_dynamic_partitions(TOKENIZED_PARTITIONS[FLAN.name].name, keys)
+    return keys
+
+
+def run_all(instance, data_paths) -> dg.ExecuteInProcessResult:
+    job = dg.Definitions(
+        assets=[build_tokenized_asset(FLAN)], resources={"data_paths": data_paths}
+    ).resolve_implicit_global_asset_job_def()
+    return job.execute_in_process(
+        instance=instance, tags=all_partitions_tags(instance, FLAN.name), raise_on_error=False
+    )
+
+
+def latest_records(instance) -> dict[str, dg.EventLogRecord]:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=KEY), limit=10_000
+    ).records
+    latest = {}
+    for record in records:  # newest first
+        latest.setdefault(record.partition_key, record)
+    return latest
+
+
+def versions(instance) -> dict[str, str]:
+    return {
+        key: record.asset_materialization.tags[DATA_VERSION_TAG]
+        for key, record in latest_records(instance).items()
+    }
+
+
+def test_one_run_records_every_partition_with_its_own_version(instance, data_paths, flan):
+    result = run_all(instance, data_paths)
+    assert result.success
+    assert len(instance.get_runs()) == 1
+    records = latest_records(instance)
+    assert sorted(records) == flan
+    assert len(set(versions(instance).values())) == FILES  # one version per file, not per run
+    for key, record in records.items():
+        metadata = {
+            name: value.value for name, value in record.asset_materialization.metadata.items()
+        }
+        folder = data_paths.tokenized_root / key
+        assert metadata["path"] == str(folder)
+        assert metadata["skipped"] is False
+        assert (
+            metadata["dagster/row_count"] > 0 and metadata["tokens"] > metadata["dagster/row_count"]
+        )
+        assert verify_folder(folder).ok
+    evaluations = result.get_asset_check_evaluations()
+    assert {(e.partition, e.check_name) for e in evaluations} == {
+        (key, name) for key in flan for name in ("arrays_consistent", "manifest_valid")
+    }
+    assert all(e.passed and e.target_materialization_data is not None for e in evaluations)
+
+
+def test_a_changed_file_changes_only_its_partitions_version(
+    instance,
+    data_paths,
+    flan,
+    real_raw,
+):
+    assert run_all(instance, data_paths).success
+    before = versions(instance)
+    count = len(instance.fetch_materializations(KEY, limit=10_000).records)
+
+    unchanged = run_all(instance, data_paths)
+    assert unchanged.success
+    assert versions(instance) == before
+    # An unchanged partition keeps its record: a no-op rebuild writes none.
+    assert len(instance.fetch_materializations(KEY, limit=10_000).records) == count
+
+    changed = flan[5]
+    write_flan_file(
+        data_paths.cleaned_root / "flan" / changed.removeprefix("flan__"),
+        gsm8k_rows(real_raw, "test", 4),
+    )
+    assert run_all(instance, data_paths).success
+    after = versions(instance)
+    assert {key for key in flan if after[key] != before[key]} == {changed}
+    assert len(instance.fetch_materializations(KEY, limit=10_000).records) == count + 1
+
+
+def test_a_failing_file_fails_its_partition_by_name_and_the_others_are_recorded(
+    instance,
+    data_paths,
+    flan,
+    real_raw,
+):
+    broken = flan[3]
+    rows = gsm8k_rows(real_raw, "train", 5)
+    rows[2]["condition"] = "sarcastic"
+    path = data_paths.cleaned_root / "flan" / broken.removeprefix("flan__")
+    write_flan_file(path, rows)
+
+    result = run_all(instance, data_paths)
+    assert not result.success
+    text = failure_text(result)
+    assert f"1 of {FILES} file(s) of flan failed" in text
+    assert f"{broken}: {path}: row 3, field 'condition': unknown tag" in text
+    assert sorted(latest_records(instance)) == sorted(set(flan) - {broken})
+    assert not (data_paths.tokenized_root / broken).exists()
+    status = get_and_update_asset_status_cache_value(instance, KEY, TOKENIZED_PARTITIONS[FLAN.name])
+    partitions = TOKENIZED_PARTITIONS[FLAN.name]
+    failed = set(status.deserialize_failed_partition_subsets(partitions).get_partition_keys())
+    assert failed == {broken}
+
+    # After a good run the same file is fine and the others keep their records.
+    before = versions(instance)
+    write_flan_file(path, gsm8k_rows(real_raw, "train", 5))
+    assert run_all(instance, data_paths).success
+    after = versions(instance)
+    assert set(after) == set(flan)
+    assert {key: after[key] for key in before} == before
+
+
+def test_files_written_by_the_cli_are_recorded_as_skipped(
+    instance,
+    data_paths,
+    flan,
+    small_tokenizer_path,
+):
+    subprocess.run(
+        [sys.executable, "-m", "hrm_assets.tokenize", str(data_paths.cleaned_root), "-o",
+         str(data_paths.tokenized_root), "-t", str(small_tokenizer_path), "--no-progress"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    folders = sorted(data_paths.tokenized_root.glob("flan__*"))
+    before = [tree_bytes(folder) for folder in folders]
+    assert run_all(instance, data_paths).success
+    assert [tree_bytes(folder) for folder in folders] == before
+    records = latest_records(instance)
+    assert sorted(records) == flan
+    assert all(r.asset_materialization.metadata["skipped"].value for r in records.values())
+
+
+def test_partition_range_command_names_first_and_last(instance, flan, capsys, monkeypatch):
+    monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(lambda: instance))
+    assert main(["tokenized/flan"]) == 0
+    assert capsys.readouterr().out.strip() == f"{flan[0]}...{flan[-1]}"
+    assert main(["tokenized/gsm8k_train"]) == 1
+    assert "has no partitions yet" in capsys.readouterr().err
+    assert source_of("flan") == "flan"
+    with pytest.raises(ValueError, match="not a tokenized asset"):
+        source_of("tokenized/nope")
