@@ -20,7 +20,11 @@ from test_reliability_dagster import data_paths, failure_text, instance
 from test_rust_tokenizer import gsm8k_rows
 from test_sampling import tree_bytes
 
-from hrm_assets.defs.tokenized.assets import build_tokenized_asset
+from hrm_assets.defs.tokenized.assets import (
+    FILES_PER_RUN_ENV,
+    build_tokenized_asset,
+    tokenize_backfill_policy,
+)
 from hrm_assets.defs.tokenized.partition_range import all_partitions_tags, main, source_of
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.manifest import verify_folder
@@ -191,3 +195,13 @@ def test_partition_range_command_names_first_and_last(instance, flan, capsys, mo
     assert source_of("flan") == "flan"
     with pytest.raises(ValueError, match="not a tokenized asset"):
         source_of("tokenized/nope")
+
+
+def test_files_per_run_spreads_a_backfill(monkeypatch):
+    monkeypatch.delenv(FILES_PER_RUN_ENV, raising=False)
+    assert tokenize_backfill_policy() == dg.BackfillPolicy.single_run()
+    monkeypatch.setenv(FILES_PER_RUN_ENV, "200")
+    assert tokenize_backfill_policy() == dg.BackfillPolicy.multi_run(max_partitions_per_run=200)
+    monkeypatch.setenv(FILES_PER_RUN_ENV, "lots")
+    with pytest.raises(ValueError, match="expected a positive number of files"):
+        tokenize_backfill_policy()

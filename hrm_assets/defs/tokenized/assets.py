@@ -1,13 +1,15 @@
 """Tokenized files: ``tokenized/<source>``, one dynamic partition per cleaned file.
 
-Any set of partitions materializes in one run (``BackfillPolicy.single_run()``): a backfill of
-all 2,000 FLAN files, a ``--partition-range`` from the CLI, or what automation requests. The
+Any set of partitions materializes in one run (``BackfillPolicy.single_run()``; or runs of at
+most ``$HRM_TOKENIZE_FILES_PER_RUN`` files, to spread a backfill over Celery workers): a backfill
+of all 2,000 FLAN files, a ``--partition-range`` from the CLI, or what automation requests. The
 step hands every file to the Rust core at once (several files encoded together, one durable
 sync per chunk) and records each partition on its own (``records.py``): a changed file gets a
 materialization with its own data version and its checks; an unchanged one keeps its record.
 A file that fails fails the run, named in the error, after every other file is recorded.
 """
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -43,10 +45,26 @@ from hrm_assets.tokenize import (
 )
 
 CODE_VERSION = "2"
+FILES_PER_RUN_ENV = "HRM_TOKENIZE_FILES_PER_RUN"
 
 
 class TokenizeConfig(dg.Config):
     threads: int | None = None
+
+
+def tokenize_backfill_policy() -> dg.BackfillPolicy:
+    """One run for any set of partitions, or runs of at most ``$HRM_TOKENIZE_FILES_PER_RUN``
+    files (to spread a backfill over Celery workers)."""
+    value = os.environ.get(FILES_PER_RUN_ENV)
+    if not value:
+        return dg.BackfillPolicy.single_run()
+    try:
+        per_run = int(value)
+    except ValueError:
+        per_run = 0
+    if per_run < 1:
+        raise ValueError(f"{FILES_PER_RUN_ENV}={value!r}: expected a positive number of files")
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=per_run)
 
 
 def cleaned_files_for(
@@ -98,7 +116,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         ],
         check_specs=tokenized_check_specs(spec),
         can_subset=True,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+        backfill_policy=tokenize_backfill_policy(),
         op_tags={CELERY_QUEUE_TAG: GENERAL_QUEUE},
     )
     def tokenized(
