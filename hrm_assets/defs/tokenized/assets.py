@@ -34,7 +34,7 @@ from hrm_assets.defs.tokenized.records import (
 )
 from hrm_assets.framing import Framing
 from hrm_assets.layout import CleanedFile, LayoutError
-from hrm_assets.partitioning import files_of_source, partition_file
+from hrm_assets.partitioning import partition_file
 from hrm_assets.sources import SOURCES, SourceSpec
 from hrm_assets.tokenize import (
     TokenizeFailure,
@@ -70,26 +70,23 @@ def tokenize_backfill_policy() -> dg.BackfillPolicy:
 def cleaned_files_for(
     spec: SourceSpec, cleaned_root: Path, partitions: Sequence[str]
 ) -> tuple[list[CleanedFile], list[TokenizeFailure]]:
-    """The cleaned file of each partition (one scan of the source), and a failure naming each
-    partition whose file is missing or ambiguous."""
-    by_name: dict[str, list[CleanedFile]] = {}
-    for item in files_of_source(spec, cleaned_root):
-        by_name.setdefault(item.safe_name, []).append(item)
+    """The cleaned file of each partition, and a failure naming each partition whose file is
+    missing or ambiguous (two paths mapping to its folder)."""
     found, missing = [], []
     for key in partitions:
-        candidates = by_name.get(key, [])
-        if len(candidates) == 1:
-            found.append(candidates[0])
-            continue
         try:
-            partition_file(spec, cleaned_root, key)  # raises LayoutError for two candidates
+            item = partition_file(spec, cleaned_root, key)
+        except LayoutError as error:
+            missing.append(TokenizeFailure(key, error))
+            continue
+        if item is None:
             problem = (
                 f"cleaned file for partition {key!r} of {spec.name} not found under "
                 f"{cleaned_root}; rematerialize cleaned/{spec.name}"
             )
-        except LayoutError as error:
-            problem = str(error)
-        missing.append(TokenizeFailure(key, FileNotFoundError(problem)))
+            missing.append(TokenizeFailure(key, FileNotFoundError(problem)))
+        else:
+            found.append(item)
     return found, missing
 
 
@@ -132,7 +129,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         recorded = recorded_data_versions(instance, asset_key, partitions)
         tags = version_tags(instance, deps, CODE_VERSION)
         unchanged: list[TokenizeOutcome] = []
-        counts = {"tokenized": 0, "unchanged": 0, "recorded": 0}
+        counts = {"tokenized": 0, "unchanged": 0, "recorded": 0, "failed checks": 0}
         context.log.info(f"{len(files):,} of {len(partitions):,} partitions have their file")
 
         for result in tokenize_files(files, tokenized_root, setup, threads=config.threads):
@@ -144,12 +141,14 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             key = result.safe_name
             if recorded.get(key) == result.data_version:
                 unchanged.append(result)
-                # Its latest record holds passing checks; only a new failure is news.
-                to_record = [check for check in checks if not check.passed]
+                # Its latest record holds passing checks; only a failure is news (recorded
+                # with both checks' figures, against that record).
+                to_record = checks if not all(check.passed for check in checks) else []
             else:
                 counts["recorded"] += 1
                 yield materialization(asset_key, result, tags)
                 to_record = checks
+            counts["failed checks"] += sum(not check.passed for check in checks)
             if to_record:
                 target = latest_materialization_target(instance, asset_key, key)
                 for check in to_record:
@@ -166,6 +165,10 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 f"failed (the others are recorded):\n{names}",
                 metadata={"failed": [failure.safe_name for failure in failures]},
             )
+        if not counts["recorded"] and not counts["failed checks"] and unchanged:
+            # Freshness counts records: one unchanged (and re-verified) file stands for the
+            # whole batch, so a stable source does not look stale after a no-op rebuild.
+            yield materialization(asset_key, unchanged[0], tags)
         context.log.info(
             f"{spec.name}: {counts['tokenized']:,} tokenized, {counts['unchanged']:,} unchanged; "
             f"{counts['recorded']:,} partition record(s) written"
