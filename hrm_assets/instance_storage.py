@@ -89,6 +89,13 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             with engine.connect() as connection, connection.begin():
                 yield connection
 
+    @property
+    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
+        # A run over 2,000 partitions then writes one "planned" event, not 2,000 (~25 s here).
+        # Dagster marks a failed run's partitions as failed from per-partition planned events,
+        # so the tokenized assets write those for the files that failed (records.py).
+        return True
+
     def has_table(self, table_name: str) -> bool:
         found = self._tables.get(table_name)
         if found is None:

@@ -57,10 +57,20 @@ def check_cleaned_files(paths: list[Path]) -> CheckReport:
     return report
 
 
+# Arrays below this size are read whole in one call (a batched run checks thousands of small
+# folders, where numpy.load's per-file cost dominated); larger ones are mapped.
+_READ_WHOLE_BELOW = 64 << 20
+
+
 def _load(folder: Path, name: str) -> np.ndarray:
     import numpy as np
 
-    return np.load(folder / f"{name}.npy", mmap_mode="r")
+    from hrm_assets.npy_files import load_integers_quickly
+
+    path = folder / f"{name}.npy"
+    if path.stat().st_size < _READ_WHOLE_BELOW:
+        return load_integers_quickly(str(path))
+    return np.load(path, mmap_mode="r")
 
 
 def _check_spans(report: CheckReport, label: str, spans: dict, token_count: int) -> None:

@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+from test_instance_storage import write_config
 from test_reliability_dagster import data_paths, failure_text, instance
 from test_rust_tokenizer import gsm8k_rows
 from test_sampling import tree_bytes
@@ -42,8 +44,7 @@ def write_flan_file(path, rows) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
-@pytest.fixture
-def flan(instance, data_paths, real_raw):
+def register_flan(instance, data_paths, real_raw) -> list[str]:
     """Twelve cleaned FLAN task files (1 to 23 rows) registered as partitions."""
     rows = gsm8k_rows(real_raw, "train", 200)
     keys = []
@@ -53,6 +54,26 @@ def flan(instance, data_paths, real_raw):
         keys.append(f"flan__{name}")
     instance.add_dynamic_partitions(TOKENIZED_PARTITIONS[FLAN.name].name, keys)
     return keys
+
+
+@pytest.fixture
+def flan(instance, data_paths, real_raw):
+    return register_flan(instance, data_paths, real_raw)
+
+
+@pytest.fixture(params=["dagster_sqlite", "pooled_sqlite"])
+def any_instance(request, tmp_path):
+    """Dagster's own SQLite instance (a planned event per partition) and the project's (one
+    planned event per run), which mark failed partitions differently."""
+    if request.param == "dagster_sqlite":
+        yield request.getfixturevalue("instance")
+        return
+    home = tmp_path / "pooled_home"
+    home.mkdir()
+    write_config(home, home)
+    pooled = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    yield pooled
+    pooled.dispose()
 
 
 def run_all(instance, data_paths) -> dg.ExecuteInProcessResult:
@@ -138,11 +159,10 @@ def test_a_changed_file_changes_only_its_partitions_version(
 
 
 def test_a_failing_file_fails_its_partition_by_name_and_the_others_are_recorded(
-    instance,
-    data_paths,
-    flan,
-    real_raw,
+    any_instance, data_paths, real_raw
 ):
+    instance = any_instance
+    flan = register_flan(instance, data_paths, real_raw)
     broken = flan[3]
     rows = gsm8k_rows(real_raw, "train", 5)
     rows[2]["condition"] = "sarcastic"

@@ -27,6 +27,7 @@ from hrm_assets.defs.tokenized.checks import (
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.defs.tokenized.records import (
     latest_materialization_target,
+    mark_failed,
     materialization,
     partition_evaluation,
     recorded_data_versions,
@@ -159,6 +160,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             # unchanged ones too, so that only the failing files show as failed.
             for result in unchanged:
                 yield materialization(asset_key, result, tags)
+            mark_failed(context, asset_key, [failure.safe_name for failure in failures])
             names = "\n".join(f"- {failure.safe_name}: {failure.message}" for failure in failures)
             raise dg.Failure(
                 description=f"{len(failures)} of {len(partitions)} file(s) of {spec.name} "

@@ -28,7 +28,7 @@ from dagster._core.definitions.data_version import (
     get_input_data_version_tag,
     get_input_event_pointer_tag,
 )
-from dagster._core.events import DagsterEventType
+from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent, DagsterEventType
 
 from hrm_assets.tokenize import TokenizeOutcome
 
@@ -118,3 +118,22 @@ def partition_evaluation(
         blocking=True,
         partition=partition,
     )
+
+
+def mark_failed(
+    context: dg.AssetExecutionContext, asset_key: dg.AssetKey, partitions: Iterable[str]
+) -> None:
+    """Make Dagster show ``partitions`` as failed when the run fails.
+
+    Dagster marks a failed run's partitions as failed from their per-partition "planned"
+    events; an instance that plans a run's partitions as one subset
+    (``instance_storage.PooledSqliteStorage``) writes none, so write them for these.
+    """
+    step_key = context.op_execution_context.get_step_execution_context().step.key
+    for partition in partitions:
+        planned = DagsterEvent.build_asset_materialization_planned_event(
+            context.job_name,
+            step_key,
+            AssetMaterializationPlannedData(asset_key, partition=partition),
+        )
+        context.instance.report_dagster_event(planned, run_id=context.run_id)
