@@ -3,7 +3,6 @@
 import dagster as dg
 
 from hrm_assets.defs.cleaned.assets import CLEANED_ASSETS
-from hrm_assets.defs.cleaned.checks import CLEANED_CHECKS
 from hrm_assets.defs.cleaned.jobs import clean_job
 from hrm_assets.defs.common.automation import AUTOMATION_SENSOR
 from hrm_assets.defs.common.executor import executor_from_environment
@@ -25,7 +24,7 @@ def build_definitions(data_paths: DataPaths | None = None) -> dg.Definitions:
     """The whole graph; ``data_paths`` defaults to the environment (``HRM_DATA_ROOT``, ...)."""
     return dg.Definitions(
         assets=[*RAW_ASSETS, *CLEANED_ASSETS, tokenizer, *TOKENIZED_ASSETS, *SAMPLED_ASSETS],
-        asset_checks=[*CLEANED_CHECKS, *SAMPLED_CHECKS],
+        asset_checks=SAMPLED_CHECKS,
         jobs=[observe_raw_job, clean_job, *TOKENIZE_JOBS.values(), sample_job],
         schedules=[rebuild_schedule],
         sensors=[cleaned_files_sensor, AUTOMATION_SENSOR, sampled_epochs_sensor],

@@ -66,8 +66,14 @@ def visible(root: Path) -> list[Path]:
 def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
     cleaned = tmp_path / "cleaned"
     rows = gsm8k_rows(real_raw, "train", 7200)
-    for index in range(6):
-        write_jsonl(cleaned / f"part{index}.jsonl", rows[index * 1200 : (index + 1) * 1200])
+    # Files of 100 to 700 rows, tokenized as one batch (several at once, one durable sync for
+    # the batch before the renames): a kill lands between files, inside a file, or between
+    # the sync and the last rename.
+    bounds = [0]
+    while bounds[-1] < len(rows):
+        bounds.append(min(len(rows), bounds[-1] + 100 * (1 + len(bounds) % 7)))
+    for index, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        write_jsonl(cleaned / f"part{index:02d}.jsonl", rows[start:end])
 
     def command(out: Path) -> list[str]:
         return [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(out),

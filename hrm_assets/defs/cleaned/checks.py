@@ -14,10 +14,6 @@ from hrm_assets.validation import check_cleaned_files
 
 ROWS_VALID = "rows_valid"
 
-# No separate check definitions: the cleaned assets carry the spec (definitions.py still
-# spreads this list into its asset checks).
-CLEANED_CHECKS: list[dg.AssetChecksDefinition] = []
-
 
 def rows_valid_spec(spec: SourceSpec) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(

@@ -10,6 +10,7 @@ A file that fails fails the run, named in the error, after every other file is r
 """
 
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from hrm_assets.tokenize import (
 
 CODE_VERSION = "2"
 FILES_PER_RUN_ENV = "HRM_TOKENIZE_FILES_PER_RUN"
+PROGRESS_SECONDS = 10.0
 
 
 class TokenizeConfig(dg.Config):
@@ -133,7 +135,13 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         counts = {"tokenized": 0, "unchanged": 0, "recorded": 0, "failed checks": 0}
         context.log.info(f"{len(files):,} of {len(partitions):,} partitions have their file")
 
-        for result in tokenize_files(files, tokenized_root, setup, threads=config.threads):
+        last_log = time.monotonic()
+        for done, result in enumerate(
+            tokenize_files(files, tokenized_root, setup, threads=config.threads), start=1
+        ):
+            if time.monotonic() - last_log >= PROGRESS_SECONDS:
+                last_log = time.monotonic()
+                context.log.info(f"{done:,} of {len(files):,} files done")
             if isinstance(result, TokenizeFailure):
                 failures.append(result)
                 continue
