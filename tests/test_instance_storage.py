@@ -61,3 +61,39 @@ def test_the_project_instance_uses_it(monkeypatch, tmp_path):
     assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
     assert instance.event_log_storage._base_dir.startswith(str(tmp_path))
     instance.dispose()
+
+
+RANGE = dg.StaticPartitionsDefinition(["a", "b", "c"])
+
+
+@dg.multi_asset(
+    specs=[dg.AssetSpec("ranged", partitions_def=RANGE, skippable=True)],
+    check_specs=[dg.AssetCheckSpec("sane", asset="ranged", partitions_def=RANGE)],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    can_subset=True,
+)
+def ranged(context: dg.AssetExecutionContext):
+    raise dg.Failure("planned, never evaluated")
+
+
+def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home):
+    from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
+    from dagster._serdes import deserialize_value
+
+    instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    job = dg.Definitions(assets=[ranged]).resolve_implicit_global_asset_job_def()
+    tags = {"dagster/asset_partition_range_start": "a", "dagster/asset_partition_range_end": "c"}
+    result = job.execute_in_process(instance=instance, tags=tags, raise_on_error=False)
+    assert not result.success
+    planned = instance.get_records_for_run(
+        result.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+    ).records
+    assert len(planned) == 1  # the run's subset, not one event per partition
+    with instance.event_log_storage.index_connection() as connection:
+        rows = connection.execute(AssetCheckExecutionsTable.select()).fetchall()
+    assert sorted(row.partition for row in rows) == ["a", "b", "c"]
+    for row in rows:
+        event = deserialize_value(row.evaluation_event)
+        keys = event.dagster_event.event_specific_data.partitions_subset.get_partition_keys()
+        assert list(keys) == [row.partition]  # its own partition, not the run's whole subset
+    instance.dispose()
