@@ -219,9 +219,9 @@ def test_instance_config_is_valid_postgres_storage():
     database = config["storage"]["postgres"]["postgres_db"]
     assert database["scheme"] == "postgresql+psycopg2"  # dagster-postgres uses psycopg2
     assert config["telemetry"]["enabled"] is False
-    # The local default stays SQLite.
+    # The local default stays SQLite (Dagster's, with pooled connections).
     local = yaml.safe_load((REPO_ROOT / "dagster_home" / "dagster.yaml").read_text())
-    assert "sqlite" in local["storage"]
+    assert local["storage"]["custom"]["class"] == "PooledSqliteStorage"
 
 
 def test_celery_worker_config_reads_the_executors_variables(monkeypatch):
