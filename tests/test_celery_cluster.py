@@ -577,7 +577,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_tokenization_steps_spread_over_both_workers(cluster, outcome):
-    tokenize_steps = {f"tokenized__{name}" for name in SOURCES}
+    tokenize_steps = {f"tokenized_{name}" for name in SOURCES}
     placed = {}
     for run_id in outcome.tokenize_runs:
         run = cluster.instance.get_run_by_id(run_id)
