@@ -510,9 +510,8 @@ def _summary(report: TreeReport) -> str:
     skipped = len(report.outcomes) - len(done)
     rows = sum(o.rows for o in report.outcomes)
     tokens = sum(o.tokens for o in report.outcomes)
-    encode_seconds = sum(o.seconds for o in done)
     mb = sum(o.bytes for o in done) / 1e6
-    rate = f", {mb / encode_seconds:.1f} MB/s" if encode_seconds > 0 else ""
+    rate = f", {mb / report.seconds:.1f} MB/s" if done and report.seconds > 0 else ""
     return (
         f"tokenized {len(done)} file(s), skipped {skipped} unchanged, pruned "
         f"{len(report.pruned)}, failed {len(report.failures)}: {rows:,} rows, {tokens:,} tokens "
