@@ -94,7 +94,6 @@ class Encoder:
         finished files, at most every 200 ms and once at the end.
         """
 
-
 def concatenate_token_arrays(
     destination: str | PathLike[str],
     header: bytes,
