@@ -83,13 +83,14 @@ class Encoder:
         num_threads: int | None = None,
         batch_rows: int = ...,
         progress: Callable[[int], object] | None = None,
-    ) -> list[dict[str, int | float] | Exception]:
+    ) -> list[dict[str, int] | Exception]:
         """Tokenize many files as ``tokenize_file`` does for one, in one call: several files at
         once (largest first) on ``num_threads`` threads without the GIL, then one durable sync
         (``syncfs``) for every staged folder before they are renamed into place.
 
         ``jobs`` are ``(input_path, output_dir, metadata_json)``. Returns one item per job, in
-        order: its ``tokenize_file`` dict, or the exception it raised (returned, not raised, so
+        order: ``{"rows", "tokens", "text_bytes"}`` (files of a batch share their encoding time,
+        so there is no per-file ``seconds``), or the exception it raised (returned, not raised, so
         one bad file does not hide the others). ``progress(bytes)`` receives the input bytes of
         finished files, at most every 200 ms and once at the end.
         """

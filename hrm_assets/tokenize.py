@@ -158,7 +158,6 @@ class TokenizeOutcome:
     data_version: str
     output_dir: Path
     text_bytes: int = 0  # UTF-8 bytes of the rows' text
-    seconds: float = 0.0
 
 
 def data_version(source_sha256: str, setup: TokenizerSetup) -> str:
@@ -345,7 +344,6 @@ def _tokenize_chunk(
                 data_version=metadata["data_version"],
                 output_dir=out_root / item.safe_name,
                 text_bytes=result["text_bytes"],
-                seconds=result["seconds"],
             )
     return [result for result in results if result is not None]
 

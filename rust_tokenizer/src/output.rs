@@ -264,24 +264,17 @@ pub fn tokenize_files(
         .collect();
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&index| std::cmp::Reverse(sizes[index]));
-    let mut staged: Vec<Option<Result<(StagedDir, EncodeStats)>>> =
-        (0..jobs.len()).map(|_| None).collect();
-    let written: Vec<(usize, Result<(StagedDir, EncodeStats)>)> = order
+    let mut written: Vec<(usize, Result<(StagedDir, EncodeStats)>)> = order
         .into_par_iter()
         .map(|index| {
-            let job = &jobs[index];
-            let result = write_staged(encoder, job, batch_rows);
+            let result = write_staged(encoder, &jobs[index], batch_rows);
             finished(sizes[index]);
             (index, result)
         })
         .collect();
-    for (index, result) in written {
-        staged[index] = Some(result);
-    }
-    let staged: Vec<Result<(StagedDir, EncodeStats)>> = staged
-        .into_iter()
-        .map(|result| result.expect("every job ran"))
-        .collect();
+    written.sort_by_key(|(index, _)| *index);
+    let staged: Vec<Result<(StagedDir, EncodeStats)>> =
+        written.into_iter().map(|(_, result)| result).collect();
 
     let dirs: Vec<&Path> = staged
         .iter()

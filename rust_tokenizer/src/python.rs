@@ -254,7 +254,7 @@ impl Encoder {
     /// with one durable sync for the batch (see `output::tokenize_files`).
     ///
     /// `jobs` are `(input_path, output_dir, metadata_json)`. Returns one item per job, in
-    /// order: the `tokenize_file` dict, or the exception that job raised (not raised here, so
+    /// order: `{"rows", "tokens", "text_bytes"}`, or the exception that job raised (not raised here, so
     /// one bad file does not hide the others). `progress(bytes)` receives input bytes of
     /// finished files, at most every 200 ms and once at the end.
     #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None))]
@@ -283,7 +283,6 @@ impl Encoder {
             })
             .collect::<PyResult<Vec<FileJob>>>()?;
         let encoder = &self.inner;
-        let started = Instant::now();
         let reporter = std::sync::Mutex::new(ThrottledProgress::new(progress.as_ref()));
         let results = py.detach(|| {
             let pool = thread_pool(num_threads)?;
@@ -295,7 +294,6 @@ impl Encoder {
         });
         let results = results.map_err(|err| to_py_err(py, err))?;
         reporter.into_inner().unwrap().finish(py, true)?;
-        let seconds = started.elapsed().as_secs_f64();
         results
             .into_iter()
             .map(|result| match result {
@@ -304,7 +302,6 @@ impl Encoder {
                     item.set_item("rows", stats.rows)?;
                     item.set_item("tokens", stats.tokens)?;
                     item.set_item("text_bytes", stats.text_bytes)?;
-                    item.set_item("seconds", seconds)?;
                     Ok(item.into_any())
                 }
                 Err(err) => Ok(to_py_err(py, err).into_value(py).into_bound(py).into_any()),
