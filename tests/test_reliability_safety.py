@@ -24,6 +24,7 @@ from hrm_assets.atomic import (
     leftovers_of,
     lock_path_for,
     remove_leftovers,
+    remove_leftovers_of_many,
     remove_stale_temporaries,
 )
 from hrm_assets.layout import scan_cleaned_files
@@ -305,6 +306,18 @@ def test_leftover_names_match_only_their_own_output(tmp_path):
     assert [p.name for p in leftovers_of(tmp_path / "a.jsonl")] == sorted(names)
     remove_leftovers(tmp_path / "a.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others)
+
+
+def test_leftovers_of_many_outputs_are_their_own_only(tmp_path):
+    mine = [".tmp-a.jsonl.4242.17.1", ".tmp-retired-b.jsonl-4242", ".tmp-b.jsonl.k2j_9xq1"]
+    others = [".tmp-notes", ".tmp-ab.jsonl.4242.17.1", ".tmp-c.jsonl.k2j_9xq1", "a.jsonl"]
+    for name in mine + others:
+        (tmp_path / name).mkdir()
+    targets = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    removed = remove_leftovers_of_many(targets)
+    assert [p.name for p in removed] == sorted(mine)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others)
+    assert remove_leftovers_of_many([tmp_path / "gone" / "x.jsonl"]) == []
 
 
 def test_stale_temporaries_are_swept_by_age_of_their_last_write(tmp_path):

@@ -448,6 +448,48 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_keeps_job_order_and_one_bad_file_spares_the_others() {
+        let root = tempfile::tempdir().unwrap();
+        let small = jsonl(root.path(), "small.jsonl", &[("cot", "two", "five")]);
+        let bad = jsonl(root.path(), "bad.jsonl", &[("bad", "x", "y")]);
+        let big = jsonl(
+            root.path(),
+            "big.jsonl",
+            &[
+                ("cot", "two", "five"),
+                ("", "three", ""),
+                ("cot", "five", "two"),
+            ],
+        );
+        let out = root.path().join("out");
+        let jobs = [&small, &bad, &big]
+            .into_iter()
+            .map(|input| FileJob {
+                input: input.clone(),
+                target: out.join(input.file_name().unwrap()),
+                metadata: Map::new(),
+            })
+            .collect();
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let finished = std::sync::atomic::AtomicU64::new(0);
+        let results = thread_pool(Some(2)).unwrap().install(|| {
+            tokenize_files(&encoder, jobs, 1, &|bytes| {
+                finished.fetch_add(bytes, Ordering::Relaxed);
+            })
+        });
+        assert_eq!(results.len(), 3);
+        assert_eq!(results[0].as_ref().unwrap().rows, 1);
+        assert!(matches!(results[1], Err(Error::Row { row: 1, .. })));
+        assert_eq!(results[2].as_ref().unwrap().rows, 3);
+        assert_eq!(entries(&out), ["big.jsonl", "small.jsonl"]);
+        let sizes: u64 = [&small, &bad, &big]
+            .iter()
+            .map(|path| fs::metadata(path).unwrap().len())
+            .sum();
+        assert_eq!(finished.into_inner(), sizes);
+    }
+
+    #[test]
     fn failure_leaves_the_old_folder_untouched() {
         let root = tempfile::tempdir().unwrap();
         let input = jsonl(
