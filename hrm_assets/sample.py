@@ -1,13 +1,14 @@
 """data_io-compatible sampling command: ``python -m hrm_assets.sample key=value ...``.
 
-Keys are those of data_io's ``sample_tokenized.py``. The numeric defaults are data_io's; the
-paths default to this project's layout (``hrm_assets.settings``), not data_io's folders:
+Keys are those of data_io's ``sample_tokenized.py``, plus ``drop_short_after_truncate`` and
+``tokenizer_path``. The other settings and their defaults (data_io's) are in
+``hrm_assets.sampling_defaults``; the paths default to this project's layout
+(``hrm_assets.settings``), not data_io's folders:
 
     tokenized_path      $HRM_DATA_ROOT/tokenized        (data_io: data_tokenized_bpe_65k)
     output_path         $HRM_DATA_ROOT/sampled/local    (data_io: /dev/shm/sampled)
     prefix_config_path  <project>/prefix_config.yaml    (data_io: prefix_config.yaml)
-    seed=0  epochs=10  context_size=4097  min_resp_length=2
-    drop_short_after_truncate=false   (hrm-data only; opt-in, changes bytes)
+    tokenizer_path      the one tokenizer_info.json records (hrm-data only)
 
 The Markdown analytics go to stdout (data_io's sections first, then filtering and epoch
 sections); progress bars and warnings go to stderr. Bad input exits with status 2 (arguments)
@@ -17,37 +18,70 @@ or 1 (data, I/O) and one ``hrm-sample: error: ...`` line, no traceback.
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets import settings
 from hrm_assets.analytics import render_report
 from hrm_assets.sampling import SamplingConfig, SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling_defaults import SETTINGS, SamplingSetting, shown_default
 
 PROG = "hrm-sample"
-PATH_KEYS = ("tokenized_path", "output_path", "prefix_config_path")
-INT_KEYS = ("seed", "epochs", "context_size", "min_resp_length")
-BOOL_KEYS = ("drop_short_after_truncate",)
+PATH_KEYS = ("tokenized_path", "output_path", "prefix_config_path", "tokenizer_path")
+INT_KEYS = tuple(s.name for s in SETTINGS if not isinstance(s.default, bool))
+BOOL_KEYS = tuple(s.name for s in SETTINGS if isinstance(s.default, bool))
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
-USAGE = f"""usage: {PROG} [key=value ...]
+_PATH_HELP = (
+    ("tokenized_path", "tokenized root (default $HRM_DATA_ROOT/tokenized)"),
+    (
+        "output_path",
+        "sampled folder, replaced as a whole (default $HRM_DATA_ROOT/sampled/local)",
+    ),
+    ("prefix_config_path", "sampling rules (default <project>/prefix_config.yaml)"),
+    (
+        "tokenizer_path",
+        "tokenizer.json (or its folder) to ship in <output>/tokenizer/ for HRM-Text's "
+        "inference and export (default: the one tokenizer_info.json records)",
+    ),
+)
 
-Stratified sampling of a tokenized folder into epochs (data_io's sample_tokenized.py).
 
-keys (defaults):
-  tokenized_path=PATH      tokenized root ($HRM_DATA_ROOT/tokenized)
-  output_path=PATH         sampled folder, replaced as a whole ($HRM_DATA_ROOT/sampled/local)
-  prefix_config_path=PATH  sampling rules (<project>/prefix_config.yaml)
-  seed=INT                 random seed (0)
-  epochs=INT               epochs to write (10)
-  context_size=INT         max tokens per row, +1 for the autoregressive shift (4097)
-  min_resp_length=INT      drop responses shorter than this (2)
-  drop_short_after_truncate=BOOL
-                           also drop rows that truncation leaves shorter than
-                           min_resp_length (false: keep them, as data_io does)
+def _key_help(key: str, help_text: str) -> list[str]:
+    """One key of the usage text: ``key=VALUE`` then its help, wrapped at column 25."""
+    lines = textwrap.wrap(help_text, width=54, break_on_hyphens=False)
+    if len(key) <= 22:
+        return [f"  {key:<23}{lines[0]}", *(" " * 25 + line for line in lines[1:])]
+    return [f"  {key}", *(" " * 25 + line for line in lines)]
 
-The analytics report (Markdown) is written to stdout; progress and warnings to stderr.
-"""
+
+def _setting_usage(setting: SamplingSetting) -> list[str]:
+    kind = "BOOL" if isinstance(setting.default, bool) else "INT"
+    return _key_help(f"{setting.name}={kind}", f"{setting.help} (default {shown_default(setting)})")
+
+
+def usage_text() -> str:
+    """The ``--help`` text; the settings' lines come from ``hrm_assets.sampling_defaults``."""
+    lines = [
+        f"usage: {PROG} [key=value ...]",
+        "",
+        "Stratified sampling of a tokenized folder into epochs (data_io's sample_tokenized.py).",
+        "",
+        "keys:",
+    ]
+    for key, help_text in _PATH_HELP:
+        lines += _key_help(f"{key}=PATH", help_text)
+    for setting in SETTINGS:
+        lines += _setting_usage(setting)
+    lines += [
+        "",
+        "The analytics report (Markdown) is written to stdout; progress and warnings to stderr.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+USAGE = usage_text()
 
 
 class UsageError(ValueError):
@@ -55,11 +89,13 @@ class UsageError(ValueError):
 
 
 def default_values() -> dict[str, object]:
-    """The CLI's defaults: project paths from ``hrm_assets.settings``, data_io's numbers."""
+    """The CLI's defaults: project paths from ``hrm_assets.settings``, the other settings'
+    from ``hrm_assets.sampling_defaults`` (through ``SamplingConfig``)."""
     values: dict[str, object] = {
         "tokenized_path": settings.tokenized_root(),
         "output_path": settings.sampled_root() / "local",
         "prefix_config_path": settings.default_prefix_config_path(),
+        "tokenizer_path": None,
     }
     for key in (*INT_KEYS, *BOOL_KEYS):
         values[key] = SamplingConfig.model_fields[key].default

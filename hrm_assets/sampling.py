@@ -25,13 +25,16 @@ bytes of a valid sample:
   untouched. The price is room for the old and the new output at once while the new one is
   built (on ``/dev/shm`` that is RAM). A folder holding anything but a sampled output is
   refused rather than replaced.
-- The output also holds ``manifest.json`` (size and SHA-256 of every array, written before the
-  rename; ``hrm_assets.manifest``), which HRM-Text does not read.
+- The output also holds ``manifest.json`` (size and SHA-256 of every array and tokenizer file,
+  written before the rename; ``hrm_assets.manifest``), which HRM-Text does not read, and a
+  ``tokenizer/`` folder that ``transformers.AutoTokenizer.from_pretrained`` loads, for HRM-Text's
+  inference and export (``hrm_assets.sampled_tokenizer``; left out, with a warning, when the
+  tokenizer ``tokenizer_info.json`` names is not found or is not the one tokenization used).
 
 Truncate mode can leave a row with fewer response tokens than ``min_resp_length`` (the length
 rule is applied before truncation, as in data_io). Such rows are counted per task
-(``rows_short_after_truncate``) and kept, as data_io keeps them; ``drop_short_after_truncate``
-(off by default, so the bytes stay data_io's) excludes them.
+(``rows_short_after_truncate``), reported in a warning and kept, as data_io keeps them;
+``drop_short_after_truncate`` (off by default, so the bytes stay data_io's) excludes them.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from hrm_assets import _tokenizer
+from hrm_assets import sampling_defaults as defaults
 from hrm_assets.atomic import (
     TMP_PREFIX,
     atomic_directory,
@@ -79,6 +83,12 @@ from hrm_assets.sampled_arrays import (
     TokenCopyError,
     TokenSource,
     concatenate_tokens,
+)
+from hrm_assets.sampled_tokenizer import (
+    TOKENIZER_DIR,
+    TokenizerFolderError,
+    choose_tokenizer,
+    write_tokenizer_folder,
 )
 from hrm_assets.span_table import (
     bounds_of,
@@ -112,16 +122,19 @@ class SamplingConfig(BaseModel):
     tokenized_path: Path
     output_path: Path
     prefix_config_path: Path
-    seed: int = Field(default=0, ge=0, strict=True)
-    epochs: int = Field(default=10, ge=1, strict=True)
-    # +1 accounts for the autoregressive shift: 4096 positions of input, 4097 tokens.
-    context_size: int = Field(default=4097, ge=2, strict=True)
-    min_resp_length: int = Field(default=2, ge=0, strict=True)
-    # Opt-in (changes bytes where data_io works): exclude rows that truncation leaves with
-    # fewer than min_resp_length response tokens.
-    drop_short_after_truncate: bool = Field(default=False, strict=True)
+    # The tokenizer shipped in output_path/tokenizer/ (hrm_assets.sampled_tokenizer); None:
+    # the one tokenizer_info.json records, if it is found.
+    tokenizer_path: Path | None = None
+    # Defaults, bounds and help: hrm_assets.sampling_defaults.
+    seed: int = defaults.SEED.field(strict=True)
+    epochs: int = defaults.EPOCHS.field(strict=True)
+    context_size: int = defaults.CONTEXT_SIZE.field(strict=True)
+    min_resp_length: int = defaults.MIN_RESP_LENGTH.field(strict=True)
+    drop_short_after_truncate: bool = defaults.DROP_SHORT_AFTER_TRUNCATE.field(strict=True)
 
-    @field_validator("tokenized_path", "output_path", "prefix_config_path", mode="before")
+    @field_validator(
+        "tokenized_path", "output_path", "prefix_config_path", "tokenizer_path", mode="before"
+    )
     @classmethod
     def _non_empty_path(cls, value: Any) -> Any:
         # Path("") is the current directory: almost always a missing value, never intended.
@@ -308,6 +321,8 @@ class SamplingResult:
     epoch_rows: list[int]
     epoch_tokens: list[int]
     metadata: dict[str, Any]
+    # The folder AutoTokenizer.from_pretrained loads (None: no tokenizer was found to ship).
+    tokenizer_dir: Path | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -527,7 +542,10 @@ def _check_output_path(config: SamplingConfig) -> None:
             entry.name
             for entry in output.iterdir()
             if entry.name not in (TOKENS_FILE, METADATA_FILE, MANIFEST_FILE)
-            and not (entry.is_dir() and EPOCH_DIR_PATTERN.fullmatch(entry.name))
+            and not (
+                entry.is_dir()
+                and (EPOCH_DIR_PATTERN.fullmatch(entry.name) or entry.name == TOKENIZER_DIR)
+            )
         )
         if foreign:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
@@ -640,9 +658,37 @@ def _task_reports(
     return reports, kept, kept_bounds
 
 
-def check_one_tokenizer(task_dirs: list[Path]) -> None:
+def _short_after_truncate_warning(reports: list[TaskReport], config: SamplingConfig) -> str | None:
+    """The warning for rows that truncation left shorter than ``min_resp_length`` and that are
+    kept (``None`` if there are none).
+
+    HRM-Text's loader gives a row of response length ``n`` a causal segment of ``n - 1``
+    tokens; an empty one is what its own data preparation drops (``scripts/prepare_sft_data.py``
+    skips empty responses), since a packed batch of only such segments crashes the backward
+    pass of its FlashAttention 3 prefix-LM kernel.
+    """
+    if config.drop_short_after_truncate:
+        return None
+    tasks = [report for report in reports if report.stats.rows_short_after_truncate]
+    if not tasks:
+        return None
+    rows = sum(report.stats.rows_short_after_truncate for report in tasks)
+    shown = ", ".join(
+        f"{report.name} ({report.stats.rows_short_after_truncate})" for report in tasks[:3]
+    ) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+    return (
+        f"{rows} row(s) were truncated to a response shorter than min_resp_length="
+        f"{config.min_resp_length} and are kept, as data_io keeps them: {shown}. A one-token "
+        f"response leaves HRM-Text's loader an empty segment, which its own data preparation "
+        f"drops because a batch of only such segments crashes its attention backward pass; "
+        f"drop_short_after_truncate=true excludes these rows"
+    )
+
+
+def check_one_tokenizer(task_dirs: list[Path]) -> str | None:
     """Refuse task folders made with different tokenizers or framings (``metadata.json``'s
-    ``tokenizer_sha256`` and ``framing``, recorded by hrm-data's tokenizer)."""
+    ``tokenizer_sha256`` and ``framing``, recorded by hrm-data's tokenizer); returns the one
+    ``tokenizer_sha256`` they record (``None`` when none does, as in data_io's folders)."""
     made_with: dict[tuple[str, str], list[str]] = {}
     for task_dir in task_dirs:
         try:
@@ -662,6 +708,7 @@ def check_one_tokenizer(task_dirs: list[Path]) -> None:
             f"task folders of {task_dirs[0].parent} were made with different tokenizers or "
             f"framings ({groups}); re-tokenize them with one tokenizer"
         )
+    return next((tokenizer for tokenizer, _ in made_with), None)
 
 
 def _write_epochs(
@@ -729,7 +776,18 @@ def sample_tokenized(
     task_dirs = task_directories(config.tokenized_path)
     if not task_dirs:
         raise SamplingError(f"{config.tokenized_path}: no task folders to sample from")
-    check_one_tokenizer(task_dirs)
+    tokenizer_sha256 = check_one_tokenizer(task_dirs)
+    try:
+        tokenizer = choose_tokenizer(
+            config.tokenizer_path, tokenizer_info, config.tokenized_path, tokenizer_sha256
+        )
+    except TokenizerFolderError as exc:
+        raise SamplingError(str(exc)) from None
+    if tokenizer.problem is not None:
+        note(
+            f"no {TOKENIZER_DIR}/ folder in the output: {tokenizer.problem}; HRM-Text's "
+            f"inference and Hugging Face export need one (name it with tokenizer_path=...)"
+        )
     names = [task_dir.name for task_dir in task_dirs]
     for message in _ambiguity_warnings(names, rules):
         note(message)
@@ -774,6 +832,9 @@ def sample_tokenized(
                     names, table, bounds, counts, rules, config
                 )
                 del table
+                short = _short_after_truncate_warning(reports, config)
+                if short is not None:
+                    note(short)
                 if sum(report.rows_per_epoch for report in reports) == 0:
                     note(
                         "every epoch is empty: no task has rows left to sample "
@@ -805,6 +866,15 @@ def sample_tokenized(
             )
             (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
             _fsync_file(staged / METADATA_FILE)
+            if tokenizer.tokenizer_json is not None:
+                entries.update(
+                    write_tokenizer_folder(
+                        staged / TOKENIZER_DIR,
+                        tokenizer.tokenizer_json,
+                        tokenizer_info,
+                        max_seq_len=config.context_size - 1,  # HRM-Text's, after the shift
+                    )
+                )
             manifest = {"files": dict(sorted(entries.items())), "format": MANIFEST_FORMAT}
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
@@ -824,6 +894,7 @@ def sample_tokenized(
         epoch_rows=[sum(report.rows_per_epoch for report in reports)] * config.epochs,
         epoch_tokens=epoch_tokens,
         metadata=json.loads(metadata.model_dump_json()),
+        tokenizer_dir=output / TOKENIZER_DIR if tokenizer.tokenizer_json is not None else None,
         warnings=warnings,
     )
 

@@ -614,7 +614,9 @@ def test_ambiguous_prefixes_warn_once_per_group(tmp_path):
         warn=seen.append,
     )
     assert seen == result.warnings
-    assert len(seen) == 1 and "2 task(s)" in seen[0] and "'flan__cot_'" in seen[0]
+    prefix_warnings = [message for message in seen if "several prefixes" in message]
+    assert len(prefix_warnings) == 1
+    assert "2 task(s)" in prefix_warnings[0] and "'flan__cot_'" in prefix_warnings[0]
 
 
 # --------------------------------------------------------------------------- HRM-Text's reader
