@@ -92,6 +92,25 @@ def _filtering_row(name: str, rule: str, s: CoverageStats, per_epoch: int) -> st
     return "| " + " | ".join(cells) + " |"
 
 
+def _short_after_truncate_note(result: SamplingResult) -> str | None:
+    """One line under the filtering table when truncation left rows below min_resp_length."""
+    g, config = result.global_stats, result.config
+    if not g.rows_short_after_truncate:
+        return None
+    kept = g.rows_short_after_truncate - g.rows_dropped_short_after_truncate
+    if kept == 0:
+        return (
+            f"**Short after truncation:** {_num(g.rows_dropped_short_after_truncate)} rows "
+            f"dropped (`drop_short_after_truncate=true`)."
+        )
+    return (
+        f"**Short after truncation:** {_num(kept)} rows kept with a response shorter than "
+        f"`min_resp_length={config.min_resp_length}`, as data_io keeps them. HRM-Text's own data "
+        f"preparation drops one-token responses (a batch of only such rows crashes its "
+        f"attention backward pass); `drop_short_after_truncate=true` excludes them."
+    )
+
+
 def render_extra_sections(result: SamplingResult) -> str:
     """Sections beyond data_io's: filtering per task and the epochs written.
 
@@ -108,6 +127,9 @@ def render_extra_sections(result: SamplingResult) -> str:
         lines.append(_filtering_row(task.name, _rule_text(task), task.stats, task.rows_per_epoch))
     per_epoch = sum(task.rows_per_epoch for task in result.tasks)
     lines.append(_filtering_row(GLOBAL_CATEGORY, "", result.global_stats, per_epoch))
+    short_note = _short_after_truncate_note(result)
+    if short_note:
+        lines += ["", short_note]
     lines += ["", "### Epochs", "| Epoch | Rows | Tokens |", "|-------|------|--------|"]
     for epoch, (rows, tokens) in enumerate(
         zip(result.epoch_rows, result.epoch_tokens, strict=True)
@@ -141,6 +163,7 @@ def summary_figures(result: SamplingResult) -> dict[str, int | float | str]:
         "rows_dropped": g.rows_dropped,
         "rows_truncated": g.rows_truncated,
         "rows_short_after_truncate": g.rows_short_after_truncate,
+        "rows_dropped_short_after_truncate": g.rows_dropped_short_after_truncate,
         "rows_per_epoch": result.epoch_rows[0] if result.epoch_rows else 0,
         "total_length": result.total_length,
         "sampled_rows": g.covered_rows,

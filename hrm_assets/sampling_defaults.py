@@ -29,10 +29,11 @@ class SamplingSetting:
     minimum: int | None
     help: str
 
-    def field(self, **extra: Any) -> Any:
-        """A pydantic ``Field`` with this default, bound and description (``extra`` adds
-        options such as ``strict=True``)."""
-        return Field(default=self.default, ge=self.minimum, description=self.help, **extra)
+    def field(self, *, bounded: bool = True, **extra: Any) -> Any:
+        """A pydantic ``Field`` with this default, description and (if ``bounded``) lower
+        bound; ``extra`` adds options such as ``strict=True``."""
+        minimum = self.minimum if bounded else None
+        return Field(default=self.default, ge=minimum, description=self.help, **extra)
 
 
 SEED = SamplingSetting("seed", 0, 0, "random seed of the epoch draw")

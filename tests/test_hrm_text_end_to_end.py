@@ -198,13 +198,16 @@ def test_hrm_text_reads_the_epochs_and_the_tokenizer_folder_gives_back_the_text(
     assert len(tokenizer) == info["vocab_size"]
     eoa_id = tokenizer.convert_tokens_to_ids(info["eoa"])  # HRM-Text's stop token
 
-    # Plain text encodes to the ids our tokenizer gives it.
+    # Plain text encodes to the ids our tokenizer gives it; text with special-token strings
+    # too when they are split as text (docs/SAMPLING.md).
     encoder = TokenizerSetup.load(tokenizer_json).encoder()
     for text in PLAIN_TEXTS:
-        assert (
-            tokenizer(text, add_special_tokens=False)["input_ids"]
-            == (encoder.encode_texts([text])[0])
-        ), text
+        ours = encoder.encode_texts([text])[0]
+        assert tokenizer(text, add_special_tokens=False)["input_ids"] == ours, text
+    for text in TRICKY_TEXTS:
+        ours = encoder.encode_texts([text])[0]
+        split = tokenizer(text, add_special_tokens=False, split_special_tokens=True)
+        assert split["input_ids"] == ours, text
 
     seen = truncated_seen = 0
     for epoch in range(2):

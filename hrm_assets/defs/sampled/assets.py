@@ -11,12 +11,14 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets import sampling_defaults as defaults
 from hrm_assets.build_record import is_current, read_record, write_record
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
 from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.sampled.checks import short_responses_result, short_responses_spec
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
 from hrm_assets.hashing import file_sha256, listing_sha256, value_sha256
 from hrm_assets.sources import SOURCES
@@ -29,10 +31,22 @@ SAMPLING_CODE_VERSION = file_sha256(Path(find_spec("hrm_assets.sampling").origin
 
 
 class SamplingRunConfig(dg.Config):
-    seed: int = 0
-    epochs: int = 10
-    context_size: int = 4097
-    min_resp_length: int = 2
+    """The sampler's settings (``hrm_assets.sampling_defaults``); the paths come from the
+    ``DataPaths`` resource and the training node.
+
+    Bounds are left to ``SamplingConfig``, so a bad value fails the step with one line naming
+    the key (``epochs: Input should be greater than or equal to 1``).
+    """
+
+    seed: int = defaults.SEED.field(bounded=False)
+    epochs: int = defaults.EPOCHS.field(bounded=False)
+    context_size: int = defaults.CONTEXT_SIZE.field(bounded=False)
+    min_resp_length: int = defaults.MIN_RESP_LENGTH.field(bounded=False)
+    drop_short_after_truncate: bool = defaults.DROP_SHORT_AFTER_TRUNCATE.field(bounded=False)
+
+
+def _warnings_markdown(warnings: list[str]) -> str:
+    return "\n".join(f"- {warning}" for warning in warnings) if warnings else "(none)"
 
 
 def _analytics_metadata(summary: dict) -> dict:
@@ -68,6 +82,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
         ),
         code_version="1",
         freshness_policy=freshness_policy("sampled"),
+        check_specs=[short_responses_spec(node)],
     )
     def sampled(
         context: dg.AssetExecutionContext, config: SamplingRunConfig, data_paths: DataPaths
@@ -104,10 +119,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 tokenized_path=data_paths.tokenized_root,
                 output_path=output,
                 prefix_config_path=Path(data_paths.prefix_config_path),
-                seed=config.seed,
-                epochs=config.epochs,
-                context_size=config.context_size,
-                min_resp_length=config.min_resp_length,
+                **config.model_dump(),
             )
             context.log.info(f"sampling {data_paths.tokenized_root} into {output}")
             result = sample_tokenized(sampling_config, warn=context.log.warning)
@@ -116,13 +128,23 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 "categories": category_records(result),
                 "tasks": task_records(result),
                 "analytics": render_report(result),
+                "warnings": result.warnings,
+                "tokenizer_dir": str(result.tokenizer_dir) if result.tokenizer_dir else None,
             }
             write_record(record_path, build_key, listing_sha256(output), summary=summary)
+        warnings = summary.get("warnings", [])
+        tokenizer_dir = summary.get("tokenizer_dir")
         return dg.MaterializeResult(
             data_version=dg.DataVersion(build_key),
+            check_results=[short_responses_result(summary["figures"], config.min_resp_length)],
             metadata={
                 **_analytics_metadata(summary),
                 "output_path": dg.MetadataValue.path(str(output)),
+                # What transformers.AutoTokenizer.from_pretrained loads (None: none shipped).
+                "tokenizer_dir": dg.MetadataValue.path(tokenizer_dir) if tokenizer_dir else None,
+                "warning_count": len(warnings),
+                "warnings": dg.MetadataValue.md(_warnings_markdown(warnings)),
+                **config.model_dump(),
                 "resampled": not unchanged,
                 "training_node": node.name,
                 "node_queue": node.queue_name(),

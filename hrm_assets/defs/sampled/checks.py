@@ -1,5 +1,6 @@
-"""Blocking checks per training node: the sampled folder is still there and consistent, and
-every array still has the size and SHA-256 its ``manifest.json`` records."""
+"""Checks per training node: blocking, the sampled folder is still there and consistent, and
+every array still has the size and SHA-256 its ``manifest.json`` records; a warning, evaluated
+by the asset itself, when rows truncated to a too-short response were kept."""
 
 import dagster as dg
 
@@ -55,6 +56,36 @@ def build_sampled_manifest_check(node: TrainingNode) -> dg.AssetChecksDefinition
         return manifest_check_result(verify_folder(node.output_dir(data_paths.root)))
 
     return manifest_valid
+
+
+SHORT_RESPONSES = "no_short_truncated_responses"
+
+
+def short_responses_spec(node: TrainingNode) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        SHORT_RESPONSES,
+        asset=sampled_key(node.name),
+        description="No row that truncation left shorter than min_resp_length is kept (a "
+        "warning: data_io keeps them, HRM-Text's own data preparation drops one-token "
+        "responses; drop_short_after_truncate excludes them).",
+    )
+
+
+def short_responses_result(figures: dict, min_resp_length: int) -> dg.AssetCheckResult:
+    """The check from a run's summary figures (``hrm_assets.analytics.summary_figures``)."""
+    short = int(figures.get("rows_short_after_truncate", 0))
+    dropped = int(figures.get("rows_dropped_short_after_truncate", 0))
+    return dg.AssetCheckResult(
+        check_name=SHORT_RESPONSES,
+        passed=short == dropped,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "rows_short_after_truncate": short,
+            "rows_dropped_short_after_truncate": dropped,
+            "rows_kept_short": short - dropped,
+            "min_resp_length": min_resp_length,
+        },
+    )
 
 
 SAMPLED_CHECKS = [

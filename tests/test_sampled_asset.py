@@ -1,0 +1,88 @@
+"""The ``sampled/<node>`` asset: its run config is the sampler's settings, and what HRM-Text
+needs to know (rows truncated to too short a response, where the tokenizer folder is) shows in
+its metadata and in a warning check."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pytest
+import transformers
+from test_hrm_text_end_to_end import cleaned_rows
+from test_sampling import write_rules
+
+from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.sampled.assets import build_sampled_asset
+from hrm_assets.defs.sampled.checks import SHORT_RESPONSES
+from hrm_assets.tokenize import tokenize_tree
+from hrm_assets.training_nodes import TrainingNode
+
+NODE = TrainingNode(name="e2e-node")
+OP_NAME = "sampled__e2e_node"
+
+
+@pytest.fixture
+def data_paths(tmp_path, small_tokenizer_path) -> DataPaths:
+    """A data root tokenized with its own tokenizer/tokenizer.json, as the graph leaves it."""
+    paths = DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(write_rules(tmp_path / "prefix_config.yaml", [])),
+    )
+    paths.tokenizer_dir.mkdir(parents=True)
+    paths.tokenizer_json.write_bytes(small_tokenizer_path.read_bytes())
+    paths.cleaned_root.mkdir(parents=True)
+    for name, rows in cleaned_rows().items():
+        (paths.cleaned_root / name).write_text(
+            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
+        )
+    tokenize_tree([paths.cleaned_root], paths.tokenized_root, paths.tokenizer_json, progress=False)
+    return paths
+
+
+def materialize(data_paths: DataPaths, **config) -> dg.ExecuteInProcessResult:
+    with dg.instance_for_test() as instance:
+        return dg.materialize(
+            [build_sampled_asset(NODE)],
+            instance=instance,
+            resources={"data_paths": data_paths},
+            run_config={"ops": {OP_NAME: {"config": {"epochs": 2, **config}}}},
+        )
+
+
+def test_short_truncated_responses_warn_and_drop_on_request(data_paths):
+    kept = materialize(data_paths, context_size=40)
+    assert kept.success
+    metadata = {
+        k: v.value for k, v in kept.asset_materializations_for_node(OP_NAME)[0].metadata.items()
+    }
+    assert metadata["rows_short_after_truncate"] == 1
+    assert metadata["rows_dropped_short_after_truncate"] == 0
+    assert metadata["drop_short_after_truncate"] is False
+    assert metadata["warning_count"] >= 1
+    assert "truncated to a response shorter than min_resp_length=2" in metadata["warnings"]
+    (check,) = kept.get_asset_check_evaluations()
+    assert check.check_name == SHORT_RESPONSES
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["rows_kept_short"].value == 1
+
+    # The tokenizer folder HRM-Text's inference and export load.
+    tokenizer_dir = metadata["tokenizer_dir"]
+    assert tokenizer_dir == str(NODE.output_dir(data_paths.root) / "tokenizer")
+    assert transformers.AutoTokenizer.from_pretrained(tokenizer_dir)
+
+    dropped = materialize(data_paths, context_size=40, drop_short_after_truncate=True)
+    assert dropped.success
+    metadata = {
+        k: v.value for k, v in dropped.asset_materializations_for_node(OP_NAME)[0].metadata.items()
+    }
+    assert metadata["rows_dropped_short_after_truncate"] == 1
+    assert "min_resp_length" not in metadata["warnings"]
+    (check,) = dropped.get_asset_check_evaluations()
+    assert check.passed
+
+
+def test_no_short_rows_pass_the_check(data_paths):
+    result = materialize(data_paths)  # the default context holds every row whole
+    (check,) = result.get_asset_check_evaluations()
+    assert check.passed and check.metadata["rows_short_after_truncate"].value == 0
