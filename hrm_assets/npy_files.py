@@ -1,9 +1,11 @@
 """Reading the 1-D integer ``.npy`` arrays of tokenized folders: fast, and errors name the file.
 
 A sampled corpus has thousands of small arrays, where ``numpy.load``'s cost is mostly parsing
-the header with ``ast.literal_eval``. The headers ``numpy.save`` (and our Rust writer) produce
-for a 1-D integer array have one fixed form, matched here by a regular expression; any other
-header goes through numpy's own parser, so nothing valid is refused.
+the header with ``ast.literal_eval``. The headers of a 1-D integer array have two fixed forms,
+matched here by one regular expression: ``numpy.save``'s
+(``{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }``) and that of Rust's
+``ndarray-npy``, which data_io's tokenizer and ours write (the same without the ``, `` before
+``}``). Any other header goes through numpy's own parser, so nothing valid is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 _MAGIC = b"\x93NUMPY"
 _PLAIN_HEADER = re.compile(
     rb"\{'descr': '(?P<descr>[<>|=]?[iu][1248])', 'fortran_order': False, "
-    rb"'shape': \((?P<length>\d+),\), \} *\n"
+    rb"'shape': \((?P<length>\d+),\)(?:, )?\} *\n"
 )
 
 
@@ -100,7 +102,8 @@ _DTYPES: dict[bytes, np.dtype] = {}
 
 
 def _plain_layout(prefix: bytes) -> NpyLayout | None:
-    """The layout of ``numpy.save``'s plain 1-D integer header at the start of ``prefix``."""
+    """The layout of a plain 1-D integer header (numpy's or ndarray-npy's) at the start of
+    ``prefix``."""
     if prefix[:8] != _MAGIC + b"\x01\x00":
         return None
     data_offset = 10 + int.from_bytes(prefix[8:10], "little")
@@ -117,8 +120,8 @@ def _fits(layout: NpyLayout | None, size: int) -> bool:
 
 
 def npy_layout_quickly(path: str) -> NpyLayout:
-    """:func:`npy_layout` from one small read for ``numpy.save``'s plain header; anything
-    else goes through :func:`npy_layout` and its errors."""
+    """:func:`npy_layout` from one small read for a plain header (numpy's or ndarray-npy's);
+    anything else goes through :func:`npy_layout` and its errors."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -132,8 +135,8 @@ def npy_layout_quickly(path: str) -> NpyLayout:
 
 
 def load_integers_quickly(path: str) -> np.ndarray:
-    """:func:`load_integers` in one read for the files ``numpy.save`` writes (its plain 1-D
-    header, nothing missing); the array is read-only. Anything else goes through
+    """:func:`load_integers` in one read for plain files (numpy's or ndarray-npy's 1-D header,
+    nothing missing); the array is read-only. Anything else goes through
     :func:`load_integers`, so errors are the same and name the file."""
     try:
         fd = os.open(path, os.O_RDONLY)

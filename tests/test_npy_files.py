@@ -1,9 +1,13 @@
-"""Fast 1-D integer .npy reading: the same arrays as numpy.load, and errors that name the file."""
+"""Fast 1-D integer .npy reading: the same arrays as numpy.load, and errors that name the file.
+
+Both header forms are read on the fast path: numpy's, and that of Rust's ndarray-npy, which
+data_io's tokenizer (and ours) write."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from ndarray_npy import ndarray_npy_bytes
 
 from hrm_assets.npy_files import (
     NpyFileError,
@@ -24,6 +28,24 @@ def test_reads_what_numpy_saves(tmp_path, dtype, length):
     layout = npy_layout(tmp_path / "a.npy")
     assert (layout.dtype, layout.length) == (np.dtype(dtype), length)
     assert layout.data_offset == (tmp_path / "a.npy").stat().st_size - array.nbytes
+
+
+@pytest.mark.parametrize("dtype", ["<u4", "<u8"])
+@pytest.mark.parametrize("length", [0, 1, 976])
+def test_reads_ndarray_npy_files_on_the_fast_path(tmp_path, monkeypatch, dtype, length):
+    array = (np.arange(length) * 13 % 4099).astype(dtype)
+    path = tmp_path / "a.npy"
+    path.write_bytes(ndarray_npy_bytes(array))
+    assert np.array_equal(np.load(path), array)
+
+    def numpy_parser(*_args):
+        raise AssertionError("an ndarray-npy header went to numpy's parser")
+
+    monkeypatch.setattr(np.lib.format, "read_magic", numpy_parser)
+    for loaded in (load_integers(path), load_integers_quickly(str(path))):
+        assert loaded.dtype == np.dtype(dtype) and np.array_equal(loaded, array)
+    layout = npy_layout(path)
+    assert layout == npy_layout_quickly(str(path)) == (np.dtype(dtype), length, 128)
 
 
 def test_other_header_forms_go_through_numpy(tmp_path):

@@ -6,7 +6,6 @@ so every array the Rust module writes is checked against an independent computat
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
@@ -19,6 +18,7 @@ import pytest
 from conftest import TRICKY_TEXTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ndarray_npy import ndarray_npy_bytes
 from tokenizers import Tokenizer
 
 from hrm_assets import _tokenizer
@@ -68,11 +68,10 @@ def reference_arrays(
 
 
 def assert_folder_matches(folder: Path, expected: dict[str, np.ndarray]) -> None:
-    """Each .npy file has numpy's exact bytes for the expected array (dtype, header, data)."""
+    """Each .npy file has data_io's exact bytes for the expected array (dtype, ndarray-npy's
+    header, data)."""
     for name, array in expected.items():
-        buffer = io.BytesIO()
-        np.save(buffer, array)
-        assert (folder / f"{name}.npy").read_bytes() == buffer.getvalue(), name
+        assert (folder / f"{name}.npy").read_bytes() == ndarray_npy_bytes(array), name
 
 
 def gsm8k_rows(real_raw: Path, split: str, limit: int) -> list[dict]:

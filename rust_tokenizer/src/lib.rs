@@ -31,4 +31,4 @@ pub use output::{
 
 /// Bumped whenever the bytes written for the same input, tokenizer and framing could change, so
 /// that data versions (and the incremental skip) notice.
-pub const FORMAT_VERSION: &str = "1";
+pub const FORMAT_VERSION: &str = "2";

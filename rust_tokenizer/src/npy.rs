@@ -1,9 +1,14 @@
-//! `.npy` version 1.0 writers for 1-D little-endian unsigned arrays, byte-identical to
-//! `numpy.save`.
+//! `.npy` version 1.0 writers for 1-D little-endian integer arrays, with the header text of
+//! the program whose files we reproduce byte for byte:
 //!
-//! numpy pads a 1-D header to 128 bytes whatever the length (it leaves room for 21 digits), so a
-//! writer can put a placeholder header first, stream the data, and patch the length in at the
-//! end without moving anything: arrays never have to fit in memory.
+//! - tokenized folders: data_io's tokenizer, which writes with Rust's `ndarray-npy` crate
+//!   ([`HeaderStyle::NdarrayNpy`], [`NpyWriter`]);
+//! - sampled folders: data_io's sampler, which writes with `numpy.save`
+//!   ([`HeaderStyle::Numpy`], [`HashedNpyWriter`]).
+//!
+//! Both pad a 1-D header to 128 bytes whatever the length, so a writer can put a placeholder
+//! header first, stream the data, and patch the length in at the end without moving anything:
+//! arrays never have to fit in memory.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -16,8 +21,18 @@ use sha2::{Digest, Sha256};
 use crate::error::{IoContext, Result};
 
 const MAGIC: &[u8] = b"\x93NUMPY\x01\x00";
-/// numpy aligns the data start to 64 bytes; a 1-D header always fits in 128.
+/// Where a 1-D array's data starts, in either style (see [`header`]).
 pub const HEADER_LEN: usize = 128;
+
+/// Whose header text to write. Both describe the same array; only the text differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderStyle {
+    /// `numpy.save`: `{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }`.
+    Numpy,
+    /// `ndarray-npy` 0.10 (data_io's tokenizer): `{'descr': '<u4', 'fortran_order': False,
+    /// 'shape': (N,)}`, no trailing comma inside the braces.
+    NdarrayNpy,
+}
 
 /// An element type with a fixed little-endian `.npy` description.
 pub trait NpyElement: Copy + Send + Sync + 'static {
@@ -42,9 +57,19 @@ macro_rules! npy_element {
 }
 npy_element!(u32 => "<u4", u64 => "<u8", i64 => "<i8");
 
-/// The 128-byte header numpy writes for a 1-D array of `len` elements of type `descr`.
-pub fn header(descr: &str, len: u64) -> [u8; HEADER_LEN] {
-    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len},), }}");
+/// The 128-byte version 1.0 header `style` writes for a 1-D array of `len` elements of type
+/// `descr`: magic, the header length, the dictionary, spaces, `\n`.
+///
+/// Both writers align the data to 64 bytes. `ndarray-npy` pads with 1 to 64 spaces (never 0),
+/// numpy with 0 to 63 after reserving 21 characters for the length's digits; for a 1-D array
+/// the unpadded header is 66 to 85 bytes (`ndarray-npy`) or 88 (numpy), so both round it up
+/// to 128.
+pub fn header(style: HeaderStyle, descr: &str, len: u64) -> [u8; HEADER_LEN] {
+    let close = match style {
+        HeaderStyle::Numpy => ", }",
+        HeaderStyle::NdarrayNpy => "}",
+    };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len},){close}");
     let body_len = HEADER_LEN - MAGIC.len() - 2;
     assert!(dict.len() < body_len, "a 1-D header always fits");
     let mut out = [b' '; HEADER_LEN];
@@ -56,8 +81,9 @@ pub fn header(descr: &str, len: u64) -> [u8; HEADER_LEN] {
     out
 }
 
-/// Streams a 1-D array to a `.npy` file; `finish` writes the final length. Durability is the
-/// caller's (`durable::sync_folders` for a batch of folders).
+/// Streams a 1-D array to a `.npy` file with data_io's tokenizer header
+/// ([`HeaderStyle::NdarrayNpy`]); `finish` writes the final length. Durability is the caller's
+/// (`durable::sync_folders` for a batch of folders).
 pub struct NpyWriter<T: NpyElement> {
     path: PathBuf,
     out: BufWriter<File>,
@@ -67,10 +93,12 @@ pub struct NpyWriter<T: NpyElement> {
 }
 
 impl<T: NpyElement> NpyWriter<T> {
+    const STYLE: HeaderStyle = HeaderStyle::NdarrayNpy;
+
     pub fn create(path: &Path) -> Result<Self> {
         let file = File::create(path).at(path)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        out.write_all(&header(T::DESCR, 0)).at(path)?;
+        out.write_all(&header(Self::STYLE, T::DESCR, 0)).at(path)?;
         Ok(NpyWriter {
             path: path.to_path_buf(),
             out,
@@ -105,12 +133,13 @@ impl<T: NpyElement> NpyWriter<T> {
             .map_err(|err| err.into_error())
             .at(&path)?;
         file.seek(SeekFrom::Start(0)).at(&path)?;
-        file.write_all(&header(T::DESCR, self.len)).at(&path)?;
+        file.write_all(&header(Self::STYLE, T::DESCR, self.len))
+            .at(&path)?;
         Ok(self.len)
     }
 }
 
-/// Write a whole array at once.
+/// Write a whole array at once, as [`NpyWriter`] does.
 pub fn write_npy<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
     let mut writer = NpyWriter::<T>::create(path)?;
     writer.append(values)?;
@@ -141,7 +170,7 @@ pub fn hex_digest(hasher: Sha256) -> String {
         .collect()
 }
 
-/// Writes a 1-D array of known length as `numpy.save` does, in pieces, hashing each piece from
+/// Writes a 1-D array of known length as `numpy.save` does (data_io's sampler), in pieces, hashing each piece from
 /// memory as it goes (no second read of the file); `finish` checks the length, fsyncs and
 /// returns the file's size and SHA-256.
 pub struct HashedNpyWriter<T: NpyElement> {
@@ -155,7 +184,7 @@ pub struct HashedNpyWriter<T: NpyElement> {
 
 impl<T: NpyElement> HashedNpyWriter<T> {
     pub fn create(path: &Path, len: u64) -> Result<Self> {
-        let head = header(T::DESCR, len);
+        let head = header(HeaderStyle::Numpy, T::DESCR, len);
         let mut file = File::create(path).at(path)?;
         file.write_all(&head).at(path)?;
         Ok(HashedNpyWriter {
@@ -195,18 +224,55 @@ mod tests {
 
     /// A header as numpy 2.x writes it for `np.save(f, np.zeros(3, dtype="<u4"))`.
     const NUMPY_U4_3: &str = "{'descr': '<u4', 'fortran_order': False, 'shape': (3,), }";
+    /// A header as data_io's tokenizer (`ndarray-npy` 0.10) writes it for 976 tokens.
+    const NDARRAY_NPY_U4_976: &str = "{'descr': '<u4', 'fortran_order': False, 'shape': (976,)}";
+
+    fn assert_layout(head: &[u8; HEADER_LEN], dict: &str) {
+        assert_eq!(&head[..8], MAGIC);
+        assert_eq!(u16::from_le_bytes([head[8], head[9]]), 118);
+        assert_eq!(&head[10..10 + dict.len()], dict.as_bytes());
+        assert!(head[10 + dict.len()..127].iter().all(|b| *b == b' '));
+        assert_eq!(head[127], b'\n');
+    }
 
     #[test]
     fn header_matches_numpy_layout() {
-        let head = header("<u4", 3);
-        assert_eq!(&head[..8], MAGIC);
-        assert_eq!(u16::from_le_bytes([head[8], head[9]]), 118);
-        assert_eq!(&head[10..10 + NUMPY_U4_3.len()], NUMPY_U4_3.as_bytes());
-        assert!(head[10 + NUMPY_U4_3.len()..127].iter().all(|b| *b == b' '));
-        assert_eq!(head[127], b'\n');
-        // The widest possible length still fits.
-        let widest = header("<u8", u64::MAX);
-        assert_eq!(widest[127], b'\n');
+        assert_layout(&header(HeaderStyle::Numpy, "<u4", 3), NUMPY_U4_3);
+    }
+
+    #[test]
+    fn header_matches_ndarray_npy_layout() {
+        assert_layout(
+            &header(HeaderStyle::NdarrayNpy, "<u4", 976),
+            NDARRAY_NPY_U4_976,
+        );
+        assert_layout(
+            &header(HeaderStyle::NdarrayNpy, "<u8", 0),
+            "{'descr': '<u8', 'fortran_order': False, 'shape': (0,)}",
+        );
+    }
+
+    /// `ndarray-npy`'s rule, restated: the whole header is the next multiple of 64 strictly
+    /// above the magic, dictionary and newline (at least one space of padding).
+    fn ndarray_npy_header_len(dict_len: usize) -> usize {
+        let unpadded = MAGIC.len() + 2 + dict_len + 1;
+        unpadded + (64 - unpadded % 64)
+    }
+
+    #[test]
+    fn every_length_fits_both_styles_in_128_bytes() {
+        for len in [0, 9, 10, 976, u64::from(u32::MAX), u64::MAX] {
+            for descr in ["<u4", "<u8", "<i8"] {
+                let head = header(HeaderStyle::NdarrayNpy, descr, len);
+                let dict_len = head[10..127].iter().rposition(|b| *b == b'}').unwrap() + 1;
+                assert_eq!(
+                    ndarray_npy_header_len(dict_len),
+                    HEADER_LEN,
+                    "{descr} {len}"
+                );
+                assert_eq!(header(HeaderStyle::Numpy, descr, len)[127], b'\n');
+            }
+        }
     }
 
     #[test]
@@ -219,7 +285,10 @@ mod tests {
         writer.append(&[u64::MAX]).unwrap();
         assert_eq!(writer.finish().unwrap(), 3);
         let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(&bytes[..HEADER_LEN], &header("<u8", 3));
+        assert_eq!(
+            &bytes[..HEADER_LEN],
+            &header(HeaderStyle::NdarrayNpy, "<u8", 3)
+        );
         let data: Vec<u64> = bytes[HEADER_LEN..]
             .chunks(8)
             .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
@@ -228,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn hashed_writer_hashes_the_bytes_it_wrote() {
+    fn hashed_writer_writes_numpy_headers_and_hashes_its_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.npy");
         let mut writer = HashedNpyWriter::<i64>::create(&path, 3).unwrap();
@@ -237,7 +306,7 @@ mod tests {
         let (size, sha256) = writer.finish().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(size, bytes.len() as u64);
-        assert_eq!(&bytes[..HEADER_LEN], &header("<i8", 3));
+        assert_eq!(&bytes[..HEADER_LEN], &header(HeaderStyle::Numpy, "<i8", 3));
         assert_eq!(&bytes[HEADER_LEN..HEADER_LEN + 8], &(-1i64).to_le_bytes());
         assert_eq!(sha256, hex_digest(Sha256::new_with_prefix(&bytes)));
     }
@@ -247,6 +316,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("e.npy");
         write_npy::<u32>(&path, &[]).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), header("<u4", 0));
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            header(HeaderStyle::NdarrayNpy, "<u4", 0)
+        );
     }
 }

@@ -327,7 +327,7 @@ mod tests {
     use super::*;
     use crate::encode::tests::{jsonl, word_spec, word_tokenizer};
     use crate::encode::thread_pool;
-    use crate::npy::{header, HEADER_LEN};
+    use crate::npy::{header, HeaderStyle, HEADER_LEN};
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
@@ -401,7 +401,10 @@ mod tests {
         assert_eq!(entries(root.path().join("out").as_path()), ["in.jsonl"]);
 
         let tokens = fs::read(target.join("tokens.npy")).unwrap();
-        assert_eq!(&tokens[..HEADER_LEN], &header("<u4", 10));
+        assert_eq!(
+            &tokens[..HEADER_LEN],
+            &header(HeaderStyle::NdarrayNpy, "<u4", 10)
+        );
         assert_eq!(read_u64s(&target.join("inst_start.npy")), [0, 6]);
         assert_eq!(read_u64s(&target.join("resp_len.npy")), [2, 1]);
         let meta = fs::read_to_string(target.join(METADATA_FILE)).unwrap();

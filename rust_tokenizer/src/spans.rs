@@ -1,8 +1,8 @@
 //! The sampler's span table: every task's four span arrays back to back as int64, read and
 //! checked in one call.
 //!
-//! Only the arrays `numpy.save` writes (a version 1.0 header describing a 1-D integer array) are
-//! read here; anything else (another header, a missing or short file, a task whose arrays differ
+//! Only plain arrays are read here: a version 1.0 header describing a 1-D integer array, as
+//! `numpy.save` writes it or as data_io's tokenizer (and ours) write it with `ndarray-npy`; anything else (another header, a missing or short file, a task whose arrays differ
 //! in length) makes [`read_span_table`] answer `None`, and the caller reads the tasks its own
 //! way, which also names the problem.
 
@@ -34,8 +34,9 @@ struct PlainHeader {
 
 const MAGIC_V1: &[u8] = b"\x93NUMPY\x01\x00";
 
-/// The header `numpy.save` writes for a 1-D integer array:
-/// `{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }`, padded with spaces, then `\n`.
+/// The header `numpy.save` writes for a 1-D integer array,
+/// `{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }`, or `ndarray-npy`'s, the same
+/// without the `, ` before `}`; padded with spaces, then `\n`.
 fn plain_header(bytes: &[u8]) -> Option<PlainHeader> {
     let after_magic = bytes.strip_prefix(MAGIC_V1)?;
     let header_len = u16::from_le_bytes([*after_magic.first()?, *after_magic.get(1)?]);
@@ -47,7 +48,11 @@ fn plain_header(bytes: &[u8]) -> Option<PlainHeader> {
     let text = text[quote..].strip_prefix(b"', 'fortran_order': False, 'shape': (")?;
     let digits = text.iter().take_while(|byte| byte.is_ascii_digit()).count();
     let len = std::str::from_utf8(&text[..digits]).ok()?.parse().ok()?;
-    let (newline, padding) = text[digits..].strip_prefix(b",), }")?.split_last()?;
+    let text = text[digits..].strip_prefix(b",)")?;
+    let text = text
+        .strip_prefix(b", }")
+        .or_else(|| text.strip_prefix(b"}"))?;
+    let (newline, padding) = text.split_last()?;
     (*newline == b'\n' && padding.iter().all(|&byte| byte == b' ')).then_some(PlainHeader {
         element,
         len,
@@ -145,7 +150,7 @@ pub fn read_span_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::npy::{header, write_npy};
+    use crate::npy::{header, write_npy, HeaderStyle};
     use std::path::Path;
 
     const FIELD_NAMES: [&str; FIELDS] = ["inst_start", "inst_len", "resp_start", "resp_len"];
@@ -162,16 +167,19 @@ mod tests {
     }
 
     #[test]
-    fn numpy_headers_are_parsed_and_others_refused() {
-        let plain = header("<u8", 12);
-        assert_eq!(
-            plain_header(&plain),
-            Some(PlainHeader {
-                element: IntType::parse("<u8").unwrap(),
-                len: 12,
-                data_offset: 128,
-            })
-        );
+    fn numpy_and_ndarray_npy_headers_are_parsed_and_others_refused() {
+        for style in [HeaderStyle::Numpy, HeaderStyle::NdarrayNpy] {
+            assert_eq!(
+                plain_header(&header(style, "<u8", 12)),
+                Some(PlainHeader {
+                    element: IntType::parse("<u8").unwrap(),
+                    len: 12,
+                    data_offset: 128,
+                }),
+                "{style:?}"
+            );
+        }
+        let plain = header(HeaderStyle::Numpy, "<u8", 12);
         // numpy 2.x's own bytes for np.save(f, np.zeros(3, ">i2")).
         let mut numpy =
             b"\x93NUMPY\x01\x00v\x00{'descr': '>i2', 'fortran_order': False, 'shape': (3,), }"
@@ -190,6 +198,7 @@ mod tests {
         assert!(swap("(12,)", "(3, 4)"), "two dimensions");
         assert!(swap("(12,)", "()"), "a scalar");
         assert!(swap("<u8", "<f8"), "floats");
+        assert!(swap(",), }", ",),}"), "another spelling");
         let mut version_two = plain.to_vec();
         version_two[6] = 2;
         assert!(plain_header(&version_two).is_none());
@@ -213,7 +222,7 @@ mod tests {
         ];
         let mut scratch = Vec::new();
         for (descr, data, expected) in cases {
-            let mut bytes = header(descr, expected.len() as u64).to_vec();
+            let mut bytes = header(HeaderStyle::Numpy, descr, expected.len() as u64).to_vec();
             bytes.extend(&data);
             bytes.push(0); // bytes past the array are allowed, as numpy allows them
             let mut column = vec![5];
