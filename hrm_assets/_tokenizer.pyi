@@ -66,13 +66,16 @@ class Encoder:
         """Tokenize one cleaned ``.jsonl``/``.parquet`` file into ``output_dir``, atomically.
 
         Writes ``tokens.npy`` (``<u4``), ``inst_start/inst_len/resp_start/resp_len.npy``
-        (``<u8``), ``metadata.json`` (``metadata_json``, a JSON object, plus ``rows``,
-        ``tokens``, ``text_bytes``), ``manifest.json`` (size and SHA-256 of each array) and the
+        (``<u8``; headers as data_io's tokenizer writes them with Rust's ``ndarray-npy``),
+        ``metadata.json`` (``metadata_json``, a JSON object, plus ``rows``, ``tokens``,
+        ``text_bytes``, ``nulls``), ``manifest.json`` (size and SHA-256 of each array) and the
         ownership marker into a ``.tmp-`` sibling, then renames it into place. Encodes on
         ``num_threads`` threads (default: one per core) without holding the GIL, in batches of
         ``batch_rows`` rows.
 
-        Returns ``{"rows", "tokens", "text_bytes", "seconds"}``. Raises
+        A null in a Parquet string column is read as the empty string, as data_io reads it;
+        ``nulls`` counts them. Returns ``{"rows", "tokens", "text_bytes", "nulls", "seconds"}``.
+        Raises
         ``hrm_assets.rows.RowError`` (a ``ValueError``) for a bad row or unknown condition tag,
         naming file, row and field; ``ValueError`` for an unreadable file; ``OSError`` for IO.
         On error ``output_dir`` is unchanged.
@@ -89,7 +92,7 @@ class Encoder:
         (``syncfs``) for every staged folder before they are renamed into place.
 
         ``jobs`` are ``(input_path, output_dir, metadata_json)``. Returns one item per job, in
-        order: ``{"rows", "tokens", "text_bytes"}`` (files of a batch share their encoding time,
+        order: ``{"rows", "tokens", "text_bytes", "nulls"}`` (files of a batch share their encoding time,
         so there is no per-file ``seconds``), or the exception it raised (returned, not raised, so
         one bad file does not hide the others). ``progress(bytes)`` receives the input bytes of
         finished files, at most every 200 ms and once at the end.

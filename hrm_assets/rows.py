@@ -77,6 +77,10 @@ def _iter_parquet(path: Path, batch_size: int) -> Iterator[Row]:
     for batch in parquet.iter_batches(batch_size=batch_size, columns=list(FIELDS)):
         for obj in batch.to_pylist():
             row_number += 1
+            # data_io's reader (and our Rust one) takes a null as the empty string.
+            for field in FIELDS:
+                if obj[field] is None:
+                    obj[field] = ""
             yield validate_row(obj, path, row_number)
 
 
@@ -84,7 +88,8 @@ def iter_cleaned_rows(path: Path | str, batch_size: int = 8192) -> Iterator[Row]
     """Stream the rows of a cleaned file, validating each.
 
     Rows are numbered from 1: the line number for JSONL (blank lines are skipped but counted),
-    the row index + 1 for Parquet. Raises :class:`RowError` on the first bad row.
+    the row index + 1 for Parquet. A Parquet null is read as the empty string, as data_io reads
+    it (a JSON null is an error). Raises :class:`RowError` on the first bad row.
     """
     path = Path(path)
     if path.suffix == ".jsonl":

@@ -16,7 +16,9 @@ tokenizer redoes everything. Mtimes never decide: a touched but unchanged file i
 carry the marker (folders written by other tools stay).
 
 Unlike data_io, a bad row fails its file with one message naming file, row and field; the
-command goes on with the other files and then exits non-zero listing the failures.
+command goes on with the other files and then exits non-zero listing the failures. As data_io
+does, a null in a Parquet string column is read as the empty string; such nulls are counted
+(``nulls`` in ``metadata.json``) and reported.
 
 One writer per folder: deciding, writing and pruning a folder happen under its lock
 ``OUT/.<safe name>.lock`` (``hrm_assets.atomic.exclusive_lock``), so two runs on the same
@@ -158,6 +160,7 @@ class TokenizeOutcome:
     data_version: str
     output_dir: Path
     text_bytes: int = 0  # UTF-8 bytes of the rows' text
+    nulls: int = 0  # Parquet nulls read as empty strings
 
 
 def data_version(source_sha256: str, setup: TokenizerSetup) -> str:
@@ -344,6 +347,7 @@ def _tokenize_chunk(
                 data_version=metadata["data_version"],
                 output_dir=out_root / item.safe_name,
                 text_bytes=result["text_bytes"],
+                nulls=result["nulls"],
             )
     return [result for result in results if result is not None]
 
@@ -387,6 +391,7 @@ def _reuse_or_plan(
         data_version=version,
         output_dir=folder,
         text_bytes=current.get("text_bytes", 0),
+        nulls=current.get("nulls", 0),
     )
 
 
@@ -508,12 +513,14 @@ def _summary(report: TreeReport) -> str:
     skipped = len(report.outcomes) - len(done)
     rows = sum(o.rows for o in report.outcomes)
     tokens = sum(o.tokens for o in report.outcomes)
+    nulls = sum(o.nulls for o in report.outcomes)
+    null_text = f", {nulls:,} Parquet null(s) read as empty strings" if nulls else ""
     mb = sum(o.bytes for o in done) / 1e6
     rate = f", {mb / report.seconds:.1f} MB/s" if done and report.seconds > 0 else ""
     return (
         f"tokenized {len(done)} file(s), skipped {skipped} unchanged, pruned "
-        f"{len(report.pruned)}, failed {len(report.failures)}: {rows:,} rows, {tokens:,} tokens "
-        f"in {report.seconds:.1f} s{rate}"
+        f"{len(report.pruned)}, failed {len(report.failures)}: {rows:,} rows, {tokens:,} tokens"
+        f"{null_text} in {report.seconds:.1f} s{rate}"
     )
 
 
@@ -569,6 +576,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"removed {name} (left by a run that died over a day ago)", file=sys.stderr)
     for name in report.pruned:
         print(f"pruned {name} (its cleaned file is gone)", file=sys.stderr)
+    for outcome in report.outcomes:
+        if outcome.nulls:
+            print(
+                f"warning: {outcome.safe_name}: {outcome.nulls:,} Parquet null(s) read as empty "
+                "strings (as data_io reads them)",
+                file=sys.stderr,
+            )
     print(_summary(report), file=sys.stderr)
     for _, message in report.failures:
         print(f"error: {message}", file=sys.stderr)

@@ -94,9 +94,6 @@ def _break_rows(kind: str, cleaned: Path) -> str:
     if kind == "parquet-missing-column":
         pq.write_table(pa.table({"condition": ["cot"], "instruction": ["q"]}), y)
         return "field 'response': column missing"
-    if kind == "parquet-null":
-        write_parquet(y, [good_row(0), {**good_row(1), "response": None}])
-        return f"{y}: row 2, field 'response': expected a string, got null"
     if kind == "not-parquet":
         y.write_bytes(b"this is not parquet at all")
         return f"{y}: cannot read as Parquet"
@@ -106,7 +103,7 @@ def _break_rows(kind: str, cleaned: Path) -> str:
 ROW_KINDS = [
     "malformed-json", "missing-field", "null-field", "number-field", "list-field",
     "not-an-object", "invalid-utf8", "unknown-tag", "parquet-wrong-type",
-    "parquet-missing-column", "parquet-null", "not-parquet",
+    "parquet-missing-column", "not-parquet",
 ]  # fmt: skip
 
 
@@ -129,12 +126,22 @@ def test_the_python_reader_gives_the_same_messages(tokenized_once):
     from hrm_assets.rows import RowError, iter_cleaned_rows
 
     cleaned, _, _ = tokenized_once
-    for kind in ("malformed-json", "missing-field", "null-field", "unknown-tag", "parquet-null"):
+    for kind in ("malformed-json", "missing-field", "null-field", "unknown-tag"):
         expected = _break_rows(kind, cleaned)
         path = cleaned / ("y.parquet" if kind.startswith("parquet") else "x.jsonl")
         with pytest.raises(RowError) as caught:
             list(iter_cleaned_rows(path))
         assert expected in str(caught.value)
+
+
+def test_the_python_reader_takes_a_parquet_null_as_the_empty_string(tmp_path):
+    """As data_io's reader and our Rust one do (the tokenizer trainer reads with it)."""
+    from hrm_assets.rows import Row, iter_cleaned_rows
+
+    path = write_parquet(
+        tmp_path / "y.parquet", [good_row(0), {**good_row(1), "condition": None, "response": None}]
+    )
+    assert list(iter_cleaned_rows(path))[1] == Row("", good_row(1)["instruction"], "")
 
 
 def test_empty_files_are_empty_tasks_not_errors(tmp_path, capsys, small_tokenizer_path):

@@ -189,12 +189,14 @@ def test_jsonl_folder_matches_reference(
     assert result["tokens"] == len(expected["tokens"])
     texts = sum(len(r[k].encode()) for r in rows for k in ("condition", "instruction", "response"))
     assert result["text_bytes"] == texts
+    assert result["nulls"] == 0
     metadata = json.loads((out / "metadata.json").read_text())
     assert metadata == {
         "source_size": 1,
         "rows": len(rows),
         "tokens": len(expected["tokens"]),
         "text_bytes": texts,
+        "nulls": 0,
     }
     assert (out / _tokenizer.OWNER_MARKER).is_file()
     assert sorted(p.name for p in out.iterdir()) == sorted(
@@ -322,13 +324,23 @@ def test_bad_jsonl_row_names_row_and_field(encoder, tmp_path, line, field, probl
     assert str(source) in str(caught.value)
 
 
-def test_parquet_null_names_row_and_field(encoder, tmp_path):
-    rows = [{"condition": "", "instruction": "a", "response": "b"}] * 4
+@pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])
+def test_parquet_nulls_are_empty_strings_and_counted(
+    encoder, small_tokenizer_path, tmp_path, string_type
+):
+    """data_io's reader takes a null's empty slot as the empty string; so do we, and count."""
+    rows = [{"condition": "cot", "instruction": "a", "response": "b"}] * 4
+    rows[1] = {"condition": None, "instruction": None, "response": "b"}
     rows[2] = {"condition": "", "instruction": "a", "response": None}
-    source = write_parquet(tmp_path / "in.parquet", rows)
-    with pytest.raises(RowError) as caught:
-        encoder.tokenize_file(str(source), str(tmp_path / "out"), "{}")
-    assert str(caught.value) == f"{source}: row 3, field 'response': expected a string, got null"
+    source = write_parquet(tmp_path / "in.parquet", rows, string_type)
+    out = tmp_path / "out"
+    result = encoder.tokenize_file(str(source), str(out), "{}")
+    as_empty = [{key: value or "" for key, value in row.items()} for row in rows]
+    assert_folder_matches(out, reference_arrays(small_tokenizer_path, as_empty))
+    assert (result["rows"], result["nulls"]) == (4, 3)
+    assert json.loads((out / "metadata.json").read_text())["nulls"] == 3
+    (written,) = encoder.tokenize_files([(str(source), str(tmp_path / "again"), "{}")])
+    assert written["nulls"] == 3
 
 
 def test_parquet_missing_column_names_field(encoder, tmp_path):

@@ -290,15 +290,29 @@ def test_bad_row_fails_its_file_and_exits_nonzero(cleaned, tmp_path, small_token
     assert sorted(p.name for p in out.iterdir()) == sorted([*SAFE_NAMES, "tokenizer_info.json"])
 
 
-def test_null_in_parquet_is_reported_with_row_and_field(capsys, tmp_path, small_tokenizer_path):
+def test_nulls_in_parquet_are_empty_strings_counted_and_reported(
+    capsys, tmp_path, small_tokenizer_path
+):
+    """data_io reads a Parquet null as the empty string; so do we, and say how many."""
     rows = [{"condition": "", "instruction": "q", "response": "a"}] * 3
-    rows[1] = {"condition": "", "instruction": None, "response": "a"}
-    source = write_parquet(tmp_path / "cleaned" / "n.parquet", rows)
-    code, err = run_cli(
-        capsys, tmp_path / "cleaned", "-o", tmp_path / "out", "-t", small_tokenizer_path
-    )
-    assert code == 1
-    assert f"error: {source}: row 2, field 'instruction': expected a string, got null" in err
+    rows[1] = {"condition": "", "instruction": None, "response": None}
+    write_parquet(tmp_path / "cleaned" / "n.parquet", rows)
+    write_parquet(tmp_path / "cleaned" / "full.parquet", rows[:1])
+    out = tmp_path / "out"
+    code, err = run_cli(capsys, tmp_path / "cleaned", "-o", out, "-t", small_tokenizer_path)
+    assert code == 0, err
+    assert "warning: n.parquet: 2 Parquet null(s) read as empty strings" in err
+    assert "full.parquet:" not in err
+    assert "2 Parquet null(s) read as empty strings in " in err
+    assert json.loads((out / "n.parquet" / "metadata.json").read_text())["nulls"] == 2
+    empty = [
+        {**rows[0], "instruction": "", "response": ""} if row is rows[1] else row for row in rows
+    ]
+    assert_folder_matches(out / "n.parquet", reference_arrays(small_tokenizer_path, empty))
+    # An unchanged file is skipped and its nulls still reported, from its metadata.
+    code, err = run_cli(capsys, tmp_path / "cleaned", "-o", out, "-t", small_tokenizer_path)
+    assert code == 0 and "skipped 2 unchanged" in err
+    assert "warning: n.parquet: 2 Parquet null(s)" in err
 
 
 @pytest.mark.parametrize(

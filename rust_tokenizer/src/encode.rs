@@ -118,6 +118,8 @@ pub struct EncodeStats {
     pub tokens: u64,
     /// UTF-8 bytes of the rows' condition, instruction and response.
     pub text_bytes: u64,
+    /// Parquet nulls read as empty strings, as data_io reads them.
+    pub nulls: u64,
 }
 
 /// The implementation that turns text into ids.
@@ -415,6 +417,7 @@ impl Encoder {
         if let Some((arrays, _rows)) = pending {
             sink.append(&arrays)?;
         }
+        stats.nulls = reader.nulls();
         Ok(stats)
     }
 }

@@ -226,7 +226,8 @@ pub struct FileJob {
 /// Tokenize `input` into the folder `target` (replaced atomically), on the current rayon pool.
 ///
 /// `metadata` is written as `metadata.json` (compact, keys sorted) after gaining `rows`,
-/// `tokens` and `text_bytes` (UTF-8 bytes of the rows' text). The folder also gets
+/// `tokens`, `text_bytes` (UTF-8 bytes of the rows' text) and `nulls` (Parquet nulls read as
+/// empty strings). The folder also gets
 /// `manifest.json` (computed from the arrays as written) and the ownership marker.
 /// On error nothing at `target` changes.
 pub fn tokenize_to_folder(
@@ -314,6 +315,7 @@ fn write_staged(
     metadata.insert("rows".into(), stats.rows.into());
     metadata.insert("tokens".into(), stats.tokens.into());
     metadata.insert("text_bytes".into(), stats.text_bytes.into());
+    metadata.insert("nulls".into(), stats.nulls.into());
     let json = serde_json::to_vec(&Value::Object(metadata)).expect("a JSON map always serialises");
     write_file(&staged.path().join(METADATA_FILE), &json)?;
     let manifest = manifest_json(staged.path(), &ARRAY_FILES)?;
@@ -410,7 +412,7 @@ mod tests {
         let meta = fs::read_to_string(target.join(METADATA_FILE)).unwrap();
         assert_eq!(
             meta,
-            r#"{"rows":2,"source_size":7,"text_bytes":15,"tokens":10}"#
+            r#"{"nulls":0,"rows":2,"source_size":7,"text_bytes":15,"tokens":10}"#
         );
 
         let manifest: Value =

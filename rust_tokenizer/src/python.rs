@@ -218,7 +218,8 @@ impl Encoder {
     /// Tokenize one cleaned file into the folder `output_dir`, replacing it atomically.
     ///
     /// `metadata_json` is a JSON object written as the folder's `metadata.json`, with `rows`,
-    /// `tokens` and `text_bytes` added; `manifest.json` records each array's size and SHA-256. Returns `{"rows", "tokens", "text_bytes", "seconds"}`.
+    /// `tokens`, `text_bytes` and `nulls` added; `manifest.json` records each array's size and
+    /// SHA-256. Returns `{"rows", "tokens", "text_bytes", "nulls", "seconds"}`.
     #[pyo3(signature = (input_path, output_dir, metadata_json, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS))]
     fn tokenize_file<'py>(
         &self,
@@ -246,6 +247,7 @@ impl Encoder {
         result.set_item("rows", stats.rows)?;
         result.set_item("tokens", stats.tokens)?;
         result.set_item("text_bytes", stats.text_bytes)?;
+        result.set_item("nulls", stats.nulls)?;
         result.set_item("seconds", started.elapsed().as_secs_f64())?;
         Ok(result)
     }
@@ -254,7 +256,7 @@ impl Encoder {
     /// with one durable sync for the batch (see `output::tokenize_files`).
     ///
     /// `jobs` are `(input_path, output_dir, metadata_json)`. Returns one item per job, in
-    /// order: `{"rows", "tokens", "text_bytes"}`, or the exception that job raised (not raised here, so
+    /// order: `{"rows", "tokens", "text_bytes", "nulls"}`, or the exception that job raised (not raised here, so
     /// one bad file does not hide the others). `progress(bytes)` receives input bytes of
     /// finished files, at most every 200 ms and once at the end.
     #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None))]
@@ -302,6 +304,7 @@ impl Encoder {
                     item.set_item("rows", stats.rows)?;
                     item.set_item("tokens", stats.tokens)?;
                     item.set_item("text_bytes", stats.text_bytes)?;
+                    item.set_item("nulls", stats.nulls)?;
                     Ok(item.into_any())
                 }
                 Err(err) => Ok(to_py_err(py, err).into_value(py).into_bound(py).into_any()),

@@ -3,7 +3,9 @@
 //!
 //! The rules match Python's `hrm_assets.rows.iter_cleaned_rows`: rows count from 1 (JSONL: the
 //! line number, blank lines skipped but counted; Parquet: the row index + 1), the three fields
-//! must be strings (a null is an error naming the row and the field), other fields are ignored.
+//! must be strings (a JSON null is an error naming the row and the field), other fields are
+//! ignored. One exception, data_io's: a null in a Parquet string column is read as the empty
+//! string (its reader takes the null slot's empty value), and counted ([`RowReader::nulls`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -67,6 +69,14 @@ impl RowReader {
         match self {
             RowReader::Jsonl(reader) => reader.next_batch(),
             RowReader::Parquet(reader) => reader.next_batch(),
+        }
+    }
+
+    /// Null fields read as empty strings so far (Parquet only; a JSON null is an error).
+    pub fn nulls(&self) -> u64 {
+        match self {
+            RowReader::Jsonl(_) => 0,
+            RowReader::Parquet(reader) => reader.nulls,
         }
     }
 }
@@ -201,6 +211,7 @@ pub struct ParquetReader {
     path: PathBuf,
     batches: ParquetRecordBatchReader,
     rows_seen: u64,
+    nulls: u64,
 }
 
 impl ParquetReader {
@@ -239,6 +250,7 @@ impl ParquetReader {
             path: path.to_path_buf(),
             batches,
             rows_seen: 0,
+            nulls: 0,
         })
     }
 
@@ -265,34 +277,32 @@ impl ParquetReader {
         }
     }
 
-    fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Row>> {
+    fn rows_of(&mut self, batch: &RecordBatch) -> Result<Vec<Row>> {
         let columns = FIELDS.map(|field| {
             let array = batch
                 .column_by_name(field)
                 .expect("the projection keeps the three fields");
             StringColumn::new(array.as_ref()).expect("types were checked against the schema")
         });
-        (0..batch.num_rows())
-            .map(|index| {
-                let number = self.rows_seen + index as u64 + 1;
-                let mut values = FIELDS.iter().zip(&columns).map(|(field, column)| {
-                    column.value(index).map(str::to_owned).ok_or_else(|| {
-                        Error::row(
-                            &self.path,
-                            number,
-                            Some(field),
-                            "expected a string, got null",
-                        )
-                    })
-                });
-                Ok(Row {
-                    number,
-                    condition: values.next().expect("three columns")?,
-                    instruction: values.next().expect("three columns")?,
-                    response: values.next().expect("three columns")?,
-                })
+        let mut nulls = 0u64;
+        let mut text = |column: &StringColumn, index| match column.value(index) {
+            Some(value) => value.to_owned(),
+            None => {
+                nulls += 1;
+                String::new()
+            }
+        };
+        let rows_seen = self.rows_seen;
+        let rows = (0..batch.num_rows())
+            .map(|index| Row {
+                number: rows_seen + index as u64 + 1,
+                condition: text(&columns[0], index),
+                instruction: text(&columns[1], index),
+                response: text(&columns[2], index),
             })
-            .collect()
+            .collect();
+        self.nulls += nulls;
+        Ok(rows)
     }
 }
 
@@ -549,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn parquet_null_names_row_and_field() {
+    fn parquet_nulls_are_empty_strings_and_counted() {
         let dir = tempfile::tempdir().unwrap();
         let path = write_parquet(
             dir.path(),
@@ -557,7 +567,7 @@ mod tests {
             vec![
                 (
                     "condition",
-                    Arc::new(StringArray::from(vec!["", "", ""])) as ArrayRef,
+                    Arc::new(StringArray::from(vec![None, Some(""), Some("")])) as ArrayRef,
                 ),
                 (
                     "instruction",
@@ -565,18 +575,21 @@ mod tests {
                 ),
                 (
                     "response",
-                    Arc::new(StringArray::from(vec![Some("a"), Some("b"), None])),
+                    Arc::new(StringArray::from(vec![Some("a"), None, None])),
                 ),
             ],
         );
-        let err = read_all(&path, 2).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "{}: row 3, field 'response': expected a string, got null",
-                path.display()
-            )
-        );
+        let mut reader = RowReader::open(&path, 2).unwrap();
+        let mut rows = Vec::new();
+        while let Some(batch) = reader.next_batch().unwrap() {
+            rows.extend(batch);
+        }
+        let fields: Vec<[&str; 3]> = rows
+            .iter()
+            .map(|row| [&row.condition, &row.instruction, &row.response].map(String::as_str))
+            .collect();
+        assert_eq!(fields, [["", "q", "a"], ["", "q", ""], ["", "q", ""]]);
+        assert_eq!(reader.nulls(), 3);
     }
 
     #[test]

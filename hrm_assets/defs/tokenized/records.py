@@ -80,6 +80,8 @@ def materialization(
             "tokens": outcome.tokens,
             "source_bytes": outcome.bytes,
             "skipped": outcome.skipped,
+            # Parquet nulls read as empty strings, as data_io reads them.
+            "nulls": outcome.nulls,
             "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
         },
         tags={**tags, DATA_VERSION_TAG: outcome.data_version},
