@@ -49,16 +49,22 @@ class Framing(BaseModel):
         return value
 
     def tokenizer_info(self, tokenizer_path: str, vocab_size: int) -> dict:
-        """The ``tokenizer_info.json`` object, keys sorted as data_io's serde_json writes them."""
-        info = {
+        """The ``tokenizer_info.json`` object, keys in data_io's order.
+
+        data_io's serde_json keeps insertion order (a dependency turns on its
+        ``preserve_order``), so the keys come as its ``json!`` lists them. Its
+        ``condition_mapping`` is a Rust ``HashMap``, in a random order each run; ours is the
+        order the conditions were given (the defaults: ``direct, cot, noisy, synth``, as
+        data_io's command line lists them), one of the orders data_io writes.
+        """
+        return {
             "tokenizer_path": tokenizer_path,
             "boq": self.boq,
             "eoq": self.eoq,
             "eoa": self.eoa,
-            "condition_mapping": dict(sorted(self.conditions.items())),
+            "condition_mapping": dict(self.conditions),
             "vocab_size": vocab_size,
         }
-        return dict(sorted(info.items()))
 
 
 def parse_conditions(spec: str | list[str]) -> dict[str, str]:
@@ -79,8 +85,11 @@ def parse_conditions(spec: str | list[str]) -> dict[str, str]:
 
 
 def tokenizer_info_json(info: dict) -> str:
-    """Serialise like serde_json's compact writer (data_io's ``tokenizer_info.json``)."""
-    return json.dumps(info, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Serialise like serde_json's compact writer (data_io's ``tokenizer_info.json``): keys in
+    the dict's order, no spaces, no final newline, non-ASCII as UTF-8, and the same escapes
+    (``\\"``, ``\\\\``, ``\\b\\f\\n\\r\\t``, other control characters as lowercase
+    ``\\u00xx``)."""
+    return json.dumps(info, separators=(",", ":"), ensure_ascii=False)
 
 
 def split_condition(condition: str) -> list[str]:

@@ -106,11 +106,12 @@ def test_cli_writes_data_io_layout(capsys, cleaned, tmp_path, small_tokenizer_pa
     assert "tokenized 3 file(s), skipped 0 unchanged" in err
     assert sorted(p.name for p in out.iterdir()) == sorted([*SAFE_NAMES, "tokenizer_info.json"])
 
-    # data_io's exact bytes: compact, keys sorted, path as given, vocab with added tokens.
+    # data_io's exact bytes: compact, keys in its order, path as given, vocab with added
+    # tokens; the conditions in the order data_io's command line lists its defaults.
     assert (out / "tokenizer_info.json").read_text(encoding="utf-8") == (
-        '{"boq":"<|im_start|>","condition_mapping":{"cot":"<|object_ref_end|>",'
-        '"direct":"<|object_ref_start|>","noisy":"<|quad_start|>","synth":"<|quad_end|>"},'
-        f'"eoa":"<|box_end|>","eoq":"<|im_end|>","tokenizer_path":"{small_tokenizer_path}",'
+        f'{{"tokenizer_path":"{small_tokenizer_path}","boq":"<|im_start|>","eoq":"<|im_end|>",'
+        '"eoa":"<|box_end|>","condition_mapping":{"direct":"<|object_ref_start|>",'
+        '"cot":"<|object_ref_end|>","noisy":"<|quad_start|>","synth":"<|quad_end|>"},'
         '"vocab_size":2048}'
     )
 
