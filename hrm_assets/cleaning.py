@@ -2,13 +2,15 @@
 
 ``clean_source(spec, out_root)`` reads a source part by part and batch by batch (see
 ``hrm_assets.sources``), turns each raw record into rows with the source's pure cleaning
-function, validates every row, and hands it to a streaming writer. Memory holds one raw batch,
-the rows of one record, at most ``batch_size`` buffered Parquet rows per output (and, over all
-outputs together, about ``DEFAULT_BUFFER_BYTES`` of buffered text: sources that route rows to
-thousands of files, such as FLAN's tasks, flush their largest buffers early) and a bounded
-report, whatever the size of the source. Every output is written to a temporary sibling and
-renamed into place when the whole source succeeded (``hrm_assets.atomic``), so a failure keeps
-the previous files.
+function, validates every row, and hands it to a streaming writer. Files have data_io's bytes:
+JSONL lines as orjson writes them, keys in the order of the source's data_io script
+(``SourceSpec.columns``), and Parquet files as data_io's one-call pyarrow write gives them
+(``hrm_assets.cleaned_parquet``). Memory holds one raw batch, the rows of one record, a bounded
+report and, over all Parquet outputs together, about ``DEFAULT_BUFFER_BYTES`` (of
+``cleaned_parquet``) of rows waiting for their row group (the largest buffers spill to disk
+beyond that), whatever the size of the source. Every output is written to a temporary sibling
+and renamed into place when the whole source succeeded (``hrm_assets.atomic``), so a failure
+keeps the previous files.
 
 Nothing is dropped silently: a record the source rules reject (``SkipRecord``), a record that
 breaks the cleaning function, and a row that is not three valid strings with known condition
@@ -31,24 +33,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hrm_assets import settings
 from hrm_assets.atomic import atomic_file
+from hrm_assets.cleaned_parquet import BufferBudget, ParquetRowWriter
 from hrm_assets.framing import split_condition
 from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
 from hrm_assets.sources import SOURCES, SkipRecord, SourceSpec, get_source
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
 DEFAULT_BATCH_SIZE = 8192
 MAX_SKIP_EXAMPLES = 5
 PREVIEW_ROWS = 5
 PREVIEW_CHARS = 500
-DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
 
 # Reasons of the generic checks (a source's own reasons come from its SkipRecord).
 UNKNOWN_TAG = "unknown condition tag"
@@ -60,31 +58,28 @@ NO_TAG = "(none)"
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-def jsonl_line(row: Row) -> bytes:
-    """One JSONL line exactly as data_io writes it (``orjson.dumps(row) + b"\\n"``).
+def jsonl_line(row: Row, columns: Sequence[str] = FIELDS) -> bytes:
+    """One JSONL line exactly as data_io writes it (``orjson.dumps(row) + b"\\n"``), keys in
+    ``columns`` order (the order of the source's data_io dict).
 
     The stdlib encoder with compact separators and no ASCII escaping is byte-identical to
     orjson for every valid string; text that is not valid UTF-8 is rejected before this.
     """
-    obj = {"condition": row[0], "instruction": row[1], "response": row[2]}
-    return (_JSON.encode(obj) + "\n").encode("utf-8")
+    return (_JSON.encode({name: row[FIELDS.index(name)] for name in columns}) + "\n").encode()
 
 
 # -- writers -----------------------------------------------------------------------------------
 
 
-def parquet_schema() -> pa.Schema:
-    """The cleaned Parquet schema: the three row fields as strings, in order."""
-    import pyarrow as pa
-
-    return pa.schema([(name, pa.string()) for name in FIELDS])
-
-
 class JsonlWriter:
-    """Streams rows to ``path`` as JSONL; the file appears only when the writer exits cleanly."""
+    """Streams rows to ``path`` as JSONL with keys in ``columns`` order; the file appears only
+    when the writer exits cleanly."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, columns: Sequence[str] = FIELDS):
+        if sorted(columns) != sorted(FIELDS):
+            raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
         self.path = Path(path)
+        self.columns = tuple(columns)
         self.rows = 0
         self._stack = contextlib.ExitStack()
         self._handle = None
@@ -94,117 +89,25 @@ class JsonlWriter:
         return self
 
     def write(self, row: Row) -> None:
-        self._handle.write(jsonl_line(row))
+        self._handle.write(jsonl_line(row, self.columns))
         self.rows += 1
 
     def __exit__(self, *exc_info) -> bool:
         return self._stack.__exit__(*exc_info)
 
 
-class BufferBudget:
-    """Text buffered by all the Parquet writers of one run, in characters (about bytes).
-
-    When a write takes ``used`` over ``limit``, the writers with the largest buffers are flushed
-    (each becomes a smaller row group) until at most half the limit is left in use.
-    """
-
-    def __init__(self, limit: int = DEFAULT_BUFFER_BYTES):
-        if limit < 1:
-            raise ValueError("the buffer budget must be at least 1")
-        self.limit = limit
-        self.used = 0
-        self.writers: list[ParquetRowWriter] = []
-
-    def relieve(self) -> None:
-        for writer in sorted(self.writers, key=lambda w: w.buffered, reverse=True):
-            if self.used <= self.limit // 2:
-                break
-            writer.flush()
-
-
-class ParquetRowWriter:
-    """Streams rows to ``path`` as Parquet (three string columns), one row group per
-    ``row_group_rows`` rows (or earlier, when a shared :class:`BufferBudget` runs out); the
-    file appears only when the writer exits cleanly."""
-
-    def __init__(
-        self,
-        path: Path,
-        row_group_rows: int = DEFAULT_BATCH_SIZE,
-        budget: BufferBudget | None = None,
-    ):
-        if row_group_rows < 1:
-            raise ValueError("row_group_rows must be at least 1")
-        self.path = Path(path)
-        self.rows = 0
-        self.row_groups = 0
-        self.buffered = 0  # characters of text in the buffer
-        self._limit = row_group_rows
-        self._budget = budget
-        self._buffer: list[list[str]] = [[] for _ in FIELDS]
-        self._stack = contextlib.ExitStack()
-        self._writer: pq.ParquetWriter | None = None
-        self._schema: pa.Schema | None = None
-
-    def __enter__(self) -> ParquetRowWriter:
-        import pyarrow.parquet as pq
-
-        handle = self._stack.enter_context(atomic_file(self.path, "wb"))
-        self._schema = parquet_schema()
-        self._writer = pq.ParquetWriter(handle, self._schema)
-        # Runs before atomic_file's exit, so the footer is written before the rename (or the
-        # temporary file is closed before it is removed).
-        self._stack.callback(self._writer.close)
-        if self._budget is not None:
-            self._budget.writers.append(self)
-        return self
-
-    def write(self, row: Row) -> None:
-        for column, value in zip(self._buffer, row, strict=True):
-            column.append(value)
-        self.rows += 1
-        size = len(row[0]) + len(row[1]) + len(row[2])
-        self.buffered += size
-        if self._budget is not None:
-            self._budget.used += size
-        if len(self._buffer[0]) >= self._limit:
-            self.flush()
-        elif self._budget is not None and self._budget.used > self._budget.limit:
-            self._budget.relieve()
-
-    def flush(self) -> None:
-        if not self._buffer[0]:
-            return
-        import pyarrow as pa
-
-        table = pa.Table.from_arrays(
-            [pa.array(column, type=pa.string()) for column in self._buffer], schema=self._schema
-        )
-        self._writer.write_table(table, row_group_size=table.num_rows)
-        self.row_groups += 1
-        self._buffer = [[] for _ in FIELDS]
-        if self._budget is not None:
-            self._budget.used -= self.buffered
-        self.buffered = 0
-
-    def __exit__(self, exc_type, *rest) -> bool:
-        if exc_type is None:
-            self.flush()
-        return self._stack.__exit__(exc_type, *rest)
-
-
 def open_writer(
     path: Path,
     fmt: str,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    columns: Sequence[str] = FIELDS,
     budget: BufferBudget | None = None,
 ):
-    """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet``; Parquet
-    writers that share ``budget`` bound their buffered text together."""
+    """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet`` with its fields
+    in ``columns`` order; Parquet writers that share ``budget`` bound their memory together."""
     if fmt == "jsonl":
-        return JsonlWriter(path)
+        return JsonlWriter(path, columns)
     if fmt == "parquet":
-        return ParquetRowWriter(path, batch_size, budget)
+        return ParquetRowWriter(path, columns, budget)
     raise ValueError(f"unknown cleaned format {fmt!r} (expected jsonl or parquet)")
 
 
@@ -395,6 +298,7 @@ def source_code_version(spec: SourceSpec) -> str:
         spec.clean.__module__,
         *layout_modules,
         __name__,
+        ParquetRowWriter.__module__,
         Row.__module__,
         split_condition.__module__,
     }
@@ -419,10 +323,10 @@ def raise_open_files_limit() -> bool:
 class CleanedOutputs:
     """The writers of one cleaning run, opened on first use; all commit or none do."""
 
-    def __init__(self, out_root: Path, fmt: str, batch_size: int):
+    def __init__(self, out_root: Path, fmt: str, columns: Sequence[str] = FIELDS):
         self.out_root = Path(out_root)
         self.fmt = fmt
-        self.batch_size = batch_size
+        self.columns = tuple(columns)
         self.budget = BufferBudget()
         self.writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._stack = contextlib.ExitStack()
@@ -449,7 +353,7 @@ class CleanedOutputs:
         return self.writers[relative]
 
     def _open(self, path: Path):
-        writer = open_writer(path, self.fmt, self.batch_size, self.budget)
+        writer = open_writer(path, self.fmt, self.columns, self.budget)
         return self._stack.enter_context(writer)
 
     def __exit__(self, *exc_info) -> bool:
@@ -477,7 +381,7 @@ def clean_source(
     """
     started = time.monotonic()
     report = CleaningReport(spec.name)
-    with CleanedOutputs(out_root, spec.format, batch_size) as outputs:
+    with CleanedOutputs(out_root, spec.format, spec.columns) as outputs:
         for relative in spec.static_outputs:
             outputs.writer(relative)
             report.file(relative)

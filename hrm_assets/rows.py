@@ -10,6 +10,9 @@ from typing import NamedTuple
 from hrm_assets.framing import KNOWN_TAGS, split_condition
 
 FIELDS = ("condition", "instruction", "response")
+# The column order of data_io's Parquet cleaners (``{"instruction": [], "response": [],
+# "condition": []}``) and of its ARB script's dicts.
+INSTRUCTION_FIRST = ("instruction", "response", "condition")
 
 
 class Row(NamedTuple):

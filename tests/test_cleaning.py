@@ -6,21 +6,24 @@ sources are tested in test_sources_gsm8k_math.py.
 
 from __future__ import annotations
 
+import io
 import json
-import math
 import random
 import subprocess
 import sys
 import tracemalloc
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import cleaning
 from hrm_assets.atomic import TMP_PREFIX
+from hrm_assets.cleaned_parquet import chunk_starts, piece_bounds
 from hrm_assets.cleaning import (
     NOT_A_ROW,
     NOT_A_STRING,
@@ -31,7 +34,7 @@ from hrm_assets.cleaning import (
     clean_source,
     jsonl_line,
 )
-from hrm_assets.rows import Row, iter_cleaned_rows
+from hrm_assets.rows import FIELDS, INSTRUCTION_FIRST, Row, iter_cleaned_rows
 from hrm_assets.sources import RawPart, SkipRecord, SourceSpec, build_registry
 
 
@@ -155,6 +158,180 @@ def test_empty_outputs_are_valid_files(tmp_path):
         pass
     assert (tmp_path / "e.jsonl").read_bytes() == b""
     assert pq.read_table(tmp_path / "e.parquet").num_rows == 0
+    # As data_io's write_table of an empty table: one empty row group. Its columns are strings
+    # (data_io's, inferred from empty lists, have pyarrow's null type).
+    parquet = pq.ParquetFile(tmp_path / "e.parquet")
+    assert parquet.metadata.num_row_groups == 1
+    assert all(str(t) == "string" for t in parquet.schema_arrow.types)
+
+
+def test_jsonl_keys_follow_the_sources_column_order(tmp_path):
+    orjson = pytest.importorskip("orjson")
+    for row in TRICKY:
+        as_data_io = {"instruction": row[1], "response": row[2], "condition": row[0]}
+        assert jsonl_line(row, INSTRUCTION_FIRST) == orjson.dumps(as_data_io) + b"\n"
+    path = tmp_path / "arb.jsonl"
+    with JsonlWriter(path, INSTRUCTION_FIRST) as writer:
+        writer.write(TRICKY[0])
+    assert path.read_bytes().startswith(b'{"instruction":')
+    assert list(iter_cleaned_rows(path)) == [TRICKY[0]]
+    with pytest.raises(ValueError, match="in some order"):
+        JsonlWriter(path, ("instruction", "response"))
+
+
+# -- Parquet bytes: data_io's pq.write_table(pa.Table.from_pydict(columns)) --------------------
+
+
+def varied_rows(n: int, seed: int = 3, width: int = 200) -> list[Row]:
+    """Synthetic rows: long varied instructions (many pages, a dictionary that overflows its
+    page limit), short repeated responses and conditions (dictionary-encoded)."""
+    rng = random.Random(seed)
+    letters = "abcdefghij é中"
+    return [
+        Row(
+            rng.choice(["direct", "cot", "noisy,cot"]),
+            f"{i} " + "".join(rng.choice(letters) for _ in range(rng.randint(5, width))),
+            str(rng.randint(0, 300)),
+        )
+        for i in range(n)
+    ]
+
+
+def data_io_parquet_bytes(rows: list[Row], columns, row_group_size=None, chunks=None) -> bytes:
+    """What data_io writes: one dict of lists, ``pa.Table.from_pydict``, ``pq.write_table``.
+    ``chunks`` (column -> cut points) stands for pyarrow's 2 GiB chunking at a smaller size."""
+    data = {name: [row[FIELDS.index(name)] for row in rows] for name in columns}
+    table = pa.Table.from_pydict(data)
+    for name, cuts in (chunks or {}).items():
+        if cuts:
+            pieces = [pa.array(data[name][a:b], pa.string()) for a, b in pairwise(cuts)]
+            position = table.schema.get_field_index(name)
+            table = table.set_column(position, name, pa.chunked_array(pieces))
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=row_group_size)
+    return sink.getvalue()
+
+
+def written_parquet_bytes(path: Path, rows: list[Row], columns, **options) -> bytes:
+    with ParquetRowWriter(path, columns, **options) as writer:
+        for row in rows:
+            writer.write(row)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("columns", [INSTRUCTION_FIRST, FIELDS])
+def test_parquet_file_is_data_ios_one_call_write(tmp_path, columns):
+    rows = varied_rows(30_000)
+    ours = written_parquet_bytes(tmp_path / "x.parquet", rows, columns)
+    assert ours == data_io_parquet_bytes(rows, columns)
+    parquet = pq.ParquetFile(tmp_path / "x.parquet")
+    assert parquet.schema_arrow.names == list(columns)
+    assert parquet.metadata.row_group(0).column(1).num_values == 30_000
+    # Pieces cut anywhere but at multiples of 1,024 rows move pages: the test can tell.
+    data = {name: [row[FIELDS.index(name)] for row in rows] for name in columns}
+    cut = pa.table(
+        {k: pa.chunked_array([v[:1000], v[1000:]], pa.string()) for k, v in data.items()}
+    )
+    sink = io.BytesIO()
+    pq.write_table(cut, sink)
+    assert sink.getvalue() != ours
+
+
+def test_parquet_row_groups_are_cut_where_write_table_cuts_them(tmp_path):
+    rows = varied_rows(12_000, seed=5)
+    ours = written_parquet_bytes(
+        tmp_path / "x.parquet", rows, INSTRUCTION_FIRST, row_group_rows=5000, piece_rows=1024
+    )
+    assert ours == data_io_parquet_bytes(rows, INSTRUCTION_FIRST, row_group_size=5000)
+    assert pq.ParquetFile(tmp_path / "x.parquet").metadata.num_row_groups == 3
+
+
+def pyarrow_chunk_starts(lengths: list[int], carried: int, limit: int) -> tuple[list[int], int]:
+    """pyarrow's rule, value by value: a value that would take the chunk over ``limit`` bytes
+    starts a new chunk (measured: 2 GiB - 2 bytes per chunk, see cleaned_parquet)."""
+    starts, used = [], carried
+    for index, length in enumerate(lengths):
+        if used + length > limit:
+            starts.append(index)
+            used = 0
+        used += length
+    return starts, used
+
+
+def test_chunk_starts_follow_pyarrows_rule():
+    rng = random.Random(11)
+    for _ in range(300):
+        limit = rng.randint(5, 400)
+        lengths = [rng.randint(0, limit) for _ in range(rng.randint(0, 60))]
+        carried = rng.randint(0, limit)
+        assert chunk_starts(lengths, carried, limit) == pyarrow_chunk_starts(
+            lengths, carried, limit
+        )
+    assert chunk_starts([3, 3, 3], 0, 6) == ([2], 3)
+    with pytest.raises(ValueError, match="7 bytes"):
+        chunk_starts([1, 7], 0, 6)
+    with pytest.raises(ValueError, match="7 bytes"):
+        chunk_starts([7], 0, 6)
+
+
+def test_piece_bounds_restart_at_each_chunk():
+    assert piece_bounds(5000, [], 1024) == [0, 1024, 2048, 3072, 4096, 5000]
+    assert piece_bounds(5000, [1500], 1024) == [0, 1024, 1500, 2524, 3548, 4572, 5000]
+    assert piece_bounds(10, [0, 4], 1024) == [0, 4, 10]
+    with pytest.raises(ValueError, match="multiple of 1024"):
+        piece_bounds(10, [], 1000)
+
+
+def test_parquet_chunks_split_where_pyarrow_splits_a_long_column(tmp_path):
+    """pyarrow starts a new Arrow chunk every 2 GiB of a column's text; the writer reproduces
+    the chunks (here with a limit of ~1 MB) across row groups and column by column."""
+    rows = varied_rows(9000, seed=8, width=600)
+    limit, group = 1_000_003, 4096
+    chunks = {}
+    for name in INSTRUCTION_FIRST:
+        lengths = [len(row[FIELDS.index(name)].encode()) for row in rows]
+        starts, _ = pyarrow_chunk_starts(lengths, 0, limit)
+        chunks[name] = [0, *starts, len(rows)] if starts else None
+    assert len(chunks["instruction"]) > 4 and chunks["condition"] is None
+    ours = written_parquet_bytes(
+        tmp_path / "x.parquet",
+        rows,
+        INSTRUCTION_FIRST,
+        row_group_rows=group,
+        piece_rows=1024,
+        chunk_text_limit=limit,
+    )
+    assert ours == data_io_parquet_bytes(rows, INSTRUCTION_FIRST, group, chunks)
+
+
+def test_spilled_buffers_give_the_same_bytes_and_bounded_memory(tmp_path):
+    """Writers over their shared budget spill to disk; row groups and bytes stay data_io's."""
+    rows = {name: varied_rows(6000, seed=i) for i, name in enumerate("ab")}
+    budget = cleaning.BufferBudget(limit=50_000)
+    options = {"row_group_rows": 4000, "piece_rows": 1024}
+    with (
+        ParquetRowWriter(tmp_path / "a.parquet", INSTRUCTION_FIRST, budget, **options) as a,
+        ParquetRowWriter(tmp_path / "b.parquet", INSTRUCTION_FIRST, budget, **options) as b,
+    ):
+        for row_a, row_b in zip(rows["a"], rows["b"], strict=True):
+            a.write(row_a)
+            b.write(row_b)
+            assert budget.used <= budget.limit
+            assert budget.used == a.buffered + b.buffered
+    assert a.spills > 10 and b.spills > 10
+    assert budget.used == 0
+    for name in "ab":
+        expected = data_io_parquet_bytes(rows[name], INSTRUCTION_FIRST, row_group_size=4000)
+        assert (tmp_path / f"{name}.parquet").read_bytes() == expected
+    assert no_temporaries(tmp_path)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        with ParquetRowWriter(tmp_path / "c.parquet", budget=budget, **options) as c:
+            for row in rows["a"][:3000]:
+                c.write(row)
+            c.spill()
+            raise RuntimeError("disk on fire")
+    assert c.spills > 1 and no_temporaries(tmp_path)
+    assert not (tmp_path / "c.parquet").exists()
 
 
 @pytest.mark.parametrize("writer_class", [JsonlWriter, ParquetRowWriter])
@@ -331,7 +508,8 @@ def test_reader_and_writer_interleave_batch_by_batch(tmp_path):
     assert reads == n // batch
     assert worst <= batch
     parquet = pq.ParquetFile(tmp_path / "sub/synthetic.parquet")
-    assert parquet.metadata.num_row_groups == math.ceil(n / batch)
+    # Row groups are pyarrow's (1,048,576 rows, as data_io's one-call write), not read batches.
+    assert parquet.metadata.num_row_groups == 1
 
 
 def _records(n: int) -> Iterator[list[dict]]:
@@ -380,9 +558,11 @@ def test_peak_python_memory_does_not_grow_with_source_size(tmp_path, fmt):
             tracemalloc.stop()
 
     peak(500)  # warm-up: first-use allocations (pyarrow's lazy imports) are not per row
-    small, small_report = peak(4_000)
-    large, large_report = peak(40_000)
-    assert large_report.rows_written == 40_000 == 10 * small_report.rows_written
+    # Both sizes exceed one Parquet piece (8,192 rows, the most a writer holds as Python
+    # strings); rows waiting for their row group are Arrow buffers, bounded by the BufferBudget.
+    small, small_report = peak(9_000)
+    large, large_report = peak(45_000)
+    assert large_report.rows_written == 45_000 == 5 * small_report.rows_written
     assert large < small * 1.3 + 256 * 1024, (small, large)
 
 
@@ -439,7 +619,7 @@ from pathlib import Path
 from hrm_assets.cleaning import CleanedOutputs
 soft, hard = (int(v) for v in sys.argv[2:4])
 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-with CleanedOutputs(Path(sys.argv[1]), "parquet", 10) as outputs:
+with CleanedOutputs(Path(sys.argv[1]), "parquet") as outputs:
     for number in range(300):
         outputs.writer(f"flan/task_{number}.parquet").write(("direct", "q", "a"))
 print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])

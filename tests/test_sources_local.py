@@ -733,9 +733,10 @@ def _tar_of(raw: Path) -> Path:
 
 
 def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
-    """FLAN routes rows to thousands of task files: their buffers are bounded together."""
+    """FLAN routes rows to thousands of task files: their buffers are bounded together, by
+    spilling to disk, so each file still has data_io's single row group."""
     from hrm_assets.cleaning import BufferBudget, ParquetRowWriter
-    from hrm_assets.rows import Row
+    from hrm_assets.rows import INSTRUCTION_FIRST, Row
 
     budget = BufferBudget(limit=200)
     rows = {
@@ -743,9 +744,9 @@ def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
         for name in ("a", "b", "c")
     }
     with (
-        ParquetRowWriter(tmp_path / "a.parquet", 1000, budget) as a,
-        ParquetRowWriter(tmp_path / "b.parquet", 1000, budget) as b,
-        ParquetRowWriter(tmp_path / "c.parquet", 1000, budget) as c,
+        ParquetRowWriter(tmp_path / "a.parquet", INSTRUCTION_FIRST, budget) as a,
+        ParquetRowWriter(tmp_path / "b.parquet", INSTRUCTION_FIRST, budget) as b,
+        ParquetRowWriter(tmp_path / "c.parquet", INSTRUCTION_FIRST, budget) as c,
     ):
         writers = {"a": a, "b": b, "c": c}
         for i in range(40):
@@ -754,6 +755,12 @@ def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
                 assert budget.used <= budget.limit
                 assert budget.used == sum(w.buffered for w in writers.values())
     for name, writer in writers.items():
-        assert list(iter_cleaned_rows(tmp_path / f"{name}.parquet")) == rows[name]
-        assert writer.row_groups > 1  # flushed early by the budget, not by the row count
+        path = tmp_path / f"{name}.parquet"
+        assert list(iter_cleaned_rows(path)) == rows[name]
+        assert writer.spills > 1  # spilled by the budget...
+        assert writer.row_groups == 1  # ...without cutting the row group
+        with ParquetRowWriter(tmp_path / "alone.parquet", INSTRUCTION_FIRST) as alone:
+            for row in rows[name]:
+                alone.write(row)
+        assert path.read_bytes() == (tmp_path / "alone.parquet").read_bytes()
     assert budget.used == 0

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import NOT_A_STRING, clean_source, jsonl_line
-from hrm_assets.rows import Row, iter_cleaned_rows
+from hrm_assets.cleaning import NOT_A_STRING, clean_source
+from hrm_assets.rows import iter_cleaned_rows
 from hrm_assets.sources import SOURCES, get_source
 from hrm_assets.sources.platypus import (
     BAD_ANSWER_KEY,
@@ -45,15 +45,17 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def canonical(rows: list[dict]) -> list[dict]:
-    """Rows with the contract's key order (data_io's ARB writes instruction first)."""
-    return [{k: row[k] for k in ("condition", "instruction", "response")} for row in rows]
+def data_io_jsonl_bytes(rows: list[dict]) -> bytes:
+    """data_io's ``write_jsonl``: ``orjson.dumps(row) + b"\\n"``, keys in its dicts' order."""
+    return b"".join(
+        json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for row in rows
+    )
 
 
 def assert_file_rows(path: Path, expected: list[dict]) -> None:
-    """Exact rows, and exactly the bytes of the contract's JSONL encoding of them."""
-    assert read_jsonl(path) == canonical(expected)
-    assert path.read_bytes() == b"".join(jsonl_line(Row(**row)) for row in canonical(expected))
+    """Exact rows, and exactly the bytes data_io writes for them (ARB: instruction first)."""
+    assert read_jsonl(path) == expected
+    assert path.read_bytes() == data_io_jsonl_bytes(expected)
 
 
 def write_json(path: Path, obj) -> Path:

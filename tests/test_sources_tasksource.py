@@ -159,15 +159,22 @@ def test_selected_tasks_become_one_file_each_with_data_io_rows(tmp_path):
         assert rule_for(safe_name(relative), rules).max_per_file == 10_000
 
 
-def test_parquet_schema_and_row_groups_are_streamed(tmp_path):
+def test_parquet_file_is_data_ios_write_whatever_the_batch_size(tmp_path):
     records = [{"inputs": f"q{i}", "targets": "yes.", "task": "WANLI"} for i in range(50)]
     write_shard(tmp_path / "raw" / HUB_DATA, "train-00000-of-00001.parquet", records)
     clean_source(get_source("tasksource"), tmp_path / "cleaned", tmp_path / "raw", batch_size=20)
-    parquet = pq.ParquetFile(tmp_path / "cleaned" / "tasksource" / "WANLI.parquet")
-    assert parquet.schema_arrow.names == ["condition", "instruction", "response"]
+    path = tmp_path / "cleaned" / "tasksource" / "WANLI.parquet"
+    parquet = pq.ParquetFile(path)
+    # data_io's dict order, and its one pq.write_table call: one row group, not one per batch.
+    assert parquet.schema_arrow.names == ["instruction", "response", "condition"]
     assert all(str(t) == "string" for t in parquet.schema_arrow.types)
     assert parquet.metadata.num_rows == 50
-    assert parquet.metadata.num_row_groups == 3  # 20 + 20 + 10: never the whole file at once
+    assert parquet.metadata.num_row_groups == 1
+    data_io = {"instruction": [f"q{i}" for i in range(50)], "response": ["yes"] * 50}
+    data_io["condition"] = ["direct"] * 50
+    expected = tmp_path / "data_io.parquet"
+    pq.write_table(pa.Table.from_pydict(data_io), expected)
+    assert path.read_bytes() == expected.read_bytes()
 
 
 def test_malformed_records_are_skipped_and_reported(tmp_path):

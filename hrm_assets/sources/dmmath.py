@@ -4,8 +4,9 @@
 data_io ``pipe_clustered/clean_dmmath.py``: for each set ``train-easy``, ``train-medium``,
 ``train-hard`` and each ``<set>/*.txt`` module file, the lines are read in text mode (universal
 newlines) and stripped; even lines are questions, odd lines their answers. Every pair gives a
-``direct`` row; each file gives ``dmmath/<safe_filename(set + "__" + module)>.parquet``
-(``interpolate/`` and ``extrapolate/`` are not read).
+``direct`` row; each file gives ``dmmath/<safe_filename(set + "__" + module)>.parquet`` with
+data_io's columns ``instruction, response, condition`` (``interpolate/`` and ``extrapolate/``
+are not read).
 
 Deliberate differences:
 - data_io asserts an even line count and crashes otherwise; here the pairs of such a file are
@@ -21,7 +22,7 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.local_files import (
     LocalLayout,
     batched,
@@ -142,6 +143,7 @@ DMMATH = SourceSpec(
     split="train",
     output="dmmath",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_dmmath,
     layout=DmmathLayout(),
     demo=demo_dmmath,

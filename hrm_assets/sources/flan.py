@@ -25,7 +25,7 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.local_files import (
     LocalLayout,
     glob_files,
@@ -169,6 +169,7 @@ FLAN = SourceSpec(
     split="train",
     output="flan",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_flan,
     layout=FlanLayout(),
     demo=demo_flan,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.hub import HubLayout
 from hrm_assets.sources.spec import Record, SourceSpec
 
@@ -74,6 +74,7 @@ OPENMATHINSTRUCT2 = SourceSpec(
     split="train",
     output="openmathinstruct2",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_openmathinstruct2,
     layout=HubLayout(config_dir="data"),
     demo=demo_openmathinstruct2,

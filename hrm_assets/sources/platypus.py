@@ -5,7 +5,9 @@ One asset per script, each a ``direct``/``cot`` JSONL file as data_io writes it:
 - ``arb`` (``clean_arb.py``, local ``Platypus/ARB/<subject>.json``) -> ``Platypus/arb_math``,
   ``arb_reading``, ``arb_law``, ``arb_science``, ``arb_physics`` ``.jsonl``: per record, the
   subject's fixed instruction, a blank line and ``instruction``; ``response`` as is; ``direct``
-  for law, ``cot`` for the others. All five files are written, even when empty.
+  for law, ``cot`` for the others. All five files are written, even when empty. Keys come in
+  data_io's ARB order, ``instruction, response, condition`` (the other scripts put
+  ``condition`` first).
 - ``openbookqa`` (``allenai/openbookqa`` config ``additional``, train then validation) ->
   ``Platypus/openbookqa.jsonl``: one ``direct`` row, the fixed question preamble, the stem, a
   space and the lettered choices (the first on a new line), then the fact; response
@@ -40,8 +42,6 @@ Deliberate differences from data_io (rows of every other record are identical):
 - TheoremQA follows the script's rule as written (rows of records whose ``Picture`` is null),
   which is what data_io does under pandas 2. From pandas 3 on, ``DataFrame.iterrows`` turns
   that null into NaN, ``is None`` never holds and data_io writes an empty file.
-- ARB rows are written with the contract's key order (``condition`` first); data_io's ARB
-  dicts put ``condition`` last. The values are the same.
 - Splits are streamed one after the other (data_io concatenates pandas frames); JSON arrays
   are read element by element (data_io loads each file whole).
 """
@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.hub_splits import HubSplitsLayout
 from hrm_assets.sources.platypus_demo import (
     demo_arb,
@@ -253,6 +253,7 @@ ARB = SourceSpec(
     split="",
     output=OUTPUT_DIR,
     format="jsonl",
+    columns=INSTRUCTION_FIRST,
     clean=clean_arb,
     layout=JsonArrayFiles(
         folder="Platypus/ARB",

@@ -33,7 +33,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.hub import HubLayout
 from hrm_assets.sources.spec import Record, SkipRecord, SourceSpec
 
@@ -168,6 +168,7 @@ TEXTBOOKREASONING = SourceSpec(
     split="train",
     output="textbookreasoning",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_textbookreasoning,
     layout=HubLayout(config_dir="data"),
     demo=demo_textbookreasoning,

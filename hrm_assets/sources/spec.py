@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import FIELDS, Row
 
 Record = Mapping[str, Any]
 """One raw record in the source's own schema (a Hub row, a decoded JSON object, ...)."""
@@ -92,6 +92,8 @@ class SourceSpec:
     - ``route_outputs``: for a routed source whose files are known in advance (ARB's five
       subjects): every path its route may give. They are all written even when empty, as
       data_io does, and they alone are the source's files (``writes``).
+    - ``columns``: the order of the fields in its files (JSONL keys, Parquet columns), as the
+      source's data_io script builds its dicts; cleaned rows are always ``Row`` tuples.
     - ``clean``: pure function raw record -> cleaned rows; raises :class:`SkipRecord` where
       data_io would crash or assert.
     - ``layout``: how raw files are found (Hub mirror by default) and how the demo is written.
@@ -111,12 +113,15 @@ class SourceSpec:
     description: str = field(default="", compare=False)
     outputs_by_condition: tuple[tuple[str, str], ...] = ()
     route_outputs: tuple[str, ...] = ()
+    columns: tuple[str, ...] = FIELDS
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
             raise ValueError(f"source name {self.name!r} must be non-empty and contain no '/'")
         if self.format not in ("jsonl", "parquet"):
             raise ValueError(f"{self.name}: unknown format {self.format!r}")
+        if sorted(self.columns) != sorted(FIELDS):
+            raise ValueError(f"{self.name}: columns {self.columns} must order {FIELDS}")
         if self.outputs_by_condition:
             if self.route is not None:
                 raise ValueError(f"{self.name}: set route or outputs_by_condition, not both")

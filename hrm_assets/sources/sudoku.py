@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hrm_assets.atomic import atomic_file
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.local_files import batched
 from hrm_assets.sources.spec import RawPart, Record, SkipRecord, SourceSpec
 
@@ -144,6 +144,7 @@ SUDOKU = SourceSpec(
     split="train",
     output="sudoku_extreme/all.parquet",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_sudoku,
     layout=HubFileLayout(),
     demo=demo_sudoku,

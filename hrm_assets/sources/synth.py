@@ -23,6 +23,11 @@ Deliberate differences:
   skipped and reported (reason ``null instruction or response``).
 - an input file none of whose rows is kept gives no output file (data_io writes an empty one).
 - data_io takes ``Path.glob`` order; files are read sorted by name (one output per input file).
+- Same columns (``instruction, condition, response``), rows and order as data_io, but not the
+  same bytes: data_io's polars ``sink_parquet`` writes zstd pages of ``large_string`` columns in
+  row groups that follow its streaming engine's morsels, which vary with the thread count (one
+  input gave different files at ``POLARS_MAX_THREADS=1`` and ``2``). Its output is not
+  reproducible, so ours is written like every other Parquet source (pyarrow, ``string``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ CONDITIONS = {
     "math exercise": "synth,noisy,cot",
 }
 FALLBACK_CONDITION = ""
+# The order of data_io's polars select: instruction, condition, response.
+SYNTH_COLUMNS = ("instruction", "condition", "response")
 NULL_FILTER_FIELD = "null filter field"
 NULL_TEXT = "null instruction or response"
 
@@ -177,6 +184,7 @@ SYNTH = SourceSpec(
     split="train",
     output="SYNTH",
     format="parquet",
+    columns=SYNTH_COLUMNS,
     clean=clean_synth,
     layout=SynthLayout(),
     demo=demo_synth,

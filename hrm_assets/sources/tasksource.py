@@ -34,7 +34,7 @@ import random
 import string
 from collections.abc import Iterable, Iterator
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.hub import HubLayout
 from hrm_assets.sources.spec import Record, SkipRecord, SourceSpec
 
@@ -399,6 +399,7 @@ TASKSOURCE = SourceSpec(
     split="train",
     output=f"{OUTPUT_DIR}/",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_tasksource,
     route=route_tasksource,
     layout=HubLayout(config_dir="data"),

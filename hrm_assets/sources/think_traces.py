@@ -31,7 +31,7 @@ import random
 import re
 from collections.abc import Iterator
 
-from hrm_assets.rows import Row
+from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.hub import HubLayout
 from hrm_assets.sources.spec import Record, SkipRecord, SourceSpec
 
@@ -187,6 +187,7 @@ ACEREASON = SourceSpec(
     split="train",
     output="acereason/all.parquet",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_acereason,
     layout=HubLayout(config_dir="data"),
     demo=demo_acereason,
@@ -200,6 +201,7 @@ OPENTHOUGHTS2 = SourceSpec(
     split="train",
     output="openthoughts2/all.parquet",
     format="parquet",
+    columns=INSTRUCTION_FIRST,
     clean=clean_openthoughts2,
     layout=HubLayout(config_dir="data"),
     demo=demo_openthoughts2,
