@@ -387,6 +387,9 @@ def clean_source(
             report.file(relative)
         for part in spec.layout.parts(spec, raw_root, batch_size):
             report.parts.append(part.name)
+            if spec.one_output_per_part:
+                outputs.writer(spec.part_output(part.name))
+                report.file(spec.part_output(part.name))
             index = 0
             for batch in _read_batches(spec, part, raw_root, report):
                 for record in batch:

@@ -6,6 +6,7 @@ sources are tested in test_sources_gsm8k_math.py.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import random
@@ -567,6 +568,27 @@ def test_peak_python_memory_does_not_grow_with_source_size(tmp_path, fmt):
 
 
 # -- registry ----------------------------------------------------------------------------------
+
+
+def test_one_output_per_part_writes_every_parts_file_even_empty(tmp_path):
+    """dmmath and SYNTH: data_io writes one file per input file, rows or not."""
+    spec = dataclasses.replace(
+        make_spec(
+            None,
+            fmt="parquet",
+            output="sub",
+            route=lambda record, part: f"sub/{part}.parquet",
+            parts={"a": [{"rows": [Row("direct", "q", "a")]}], "b": [], "c": [{"rows": []}]},
+        ),
+        one_output_per_part=True,
+    )
+    report = clean_source(spec, tmp_path)
+    assert sorted(report.files) == ["sub/a.parquet", "sub/b.parquet", "sub/c.parquet"]
+    assert [len(list(iter_cleaned_rows(tmp_path / f"sub/{p}.parquet"))) for p in "abc"] == [1, 0, 0]
+    with pytest.raises(ValueError, match="needs a route"):
+        dataclasses.replace(make_spec([]), one_output_per_part=True)
+    with pytest.raises(ValueError, match="not one per part"):
+        make_spec([]).part_output("p")
 
 
 def test_registry_rejects_duplicate_names_and_outputs():

@@ -143,6 +143,7 @@ def test_dmmath_line_handling_names_and_odd_files(tmp_path):
             row("direct", "Q1", "A1"),
             row("direct", "Q2", "A2"),
         ],
+        "dmmath/train-medium__empty.parquet": [],  # data_io writes an empty file too
     }
     assert skips(report) == {dmmath_module.ODD_LINES: 1}
     (example,) = report.skipped[dmmath_module.ODD_LINES].examples
@@ -332,7 +333,7 @@ SYNTH_FIXTURE = {
         synth_record("reasoning", language="de", answer=None),  # filtered before the null
     ],
     "synth_10.parquet": [synth_record("mcq", query=f"Q{i} ü", answer=str(i)) for i in range(5)],
-    "synth_3.parquet": [synth_record("cooking")],  # nothing kept: no output file here
+    "synth_3.parquet": [synth_record("cooking")],  # nothing kept: an empty file, as data_io
 }
 
 
@@ -355,13 +356,15 @@ def test_synth_rows_conditions_and_reported_cases(tmp_path):
     # Rows data_io writes with a null field are the ones reported instead of written.
     nulls = {name: [r for r in rows if None in r.values()] for name, rows in expected.items()}
     assert len(nulls["SYNTH/synth_2.parquet"]) == 2
-    kept = {
-        name: [r for r in rows if None not in r.values()]
-        for name, rows in expected.items()
-        if any(None not in r.values() for r in rows)
-    }
+    kept = {name: [r for r in rows if None not in r.values()] for name, rows in expected.items()}
     assert read_outputs(tmp_path / "cleaned") == kept
-    assert sorted(kept) == ["SYNTH/.x.parquet", "SYNTH/synth_10.parquet", "SYNTH/synth_2.parquet"]
+    assert sorted(kept) == [
+        "SYNTH/.x.parquet",
+        "SYNTH/synth_10.parquet",
+        "SYNTH/synth_2.parquet",
+        "SYNTH/synth_3.parquet",
+    ]
+    assert kept["SYNTH/synth_3.parquet"] == []
     assert kept["SYNTH/synth_2.parquet"][0] == row(
         "synth,cot", "Who was Ada? \nCite the text.", " Ada. "
     )

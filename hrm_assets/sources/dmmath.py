@@ -5,13 +5,12 @@ data_io ``pipe_clustered/clean_dmmath.py``: for each set ``train-easy``, ``train
 ``train-hard`` and each ``<set>/*.txt`` module file, the lines are read in text mode (universal
 newlines) and stripped; even lines are questions, odd lines their answers. Every pair gives a
 ``direct`` row; each file gives ``dmmath/<safe_filename(set + "__" + module)>.parquet`` with
-data_io's columns ``instruction, response, condition`` (``interpolate/`` and ``extrapolate/``
-are not read).
+data_io's columns ``instruction, response, condition``, even for an empty module file
+(``interpolate/`` and ``extrapolate/`` are not read).
 
 Deliberate differences:
 - data_io asserts an even line count and crashes otherwise; here the pairs of such a file are
   kept and its last, unpaired line is skipped and reported (reason ``odd number of lines``).
-- An empty module file gives no output file (data_io writes an empty Parquet file).
 - data_io takes ``glob`` order; files are read sorted by name (each file is its own output, so
   no row moves).
 """
@@ -148,6 +147,7 @@ DMMATH = SourceSpec(
     layout=DmmathLayout(),
     demo=demo_dmmath,
     route=route_dmmath,
+    one_output_per_part=True,
     description="DeepMind mathematics dataset, train-easy/medium/hard modules (direct).",
 )
 

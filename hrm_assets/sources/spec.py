@@ -92,6 +92,9 @@ class SourceSpec:
     - ``route_outputs``: for a routed source whose files are known in advance (ARB's five
       subjects): every path its route may give. They are all written even when empty, as
       data_io does, and they alone are the source's files (``writes``).
+    - ``one_output_per_part``: for a routed source whose route depends on the raw part alone
+      (dmmath's module files, SYNTH's shards): each part's file is written even when the part
+      gives no rows, as data_io writes one file per input file.
     - ``columns``: the order of the fields in its files (JSONL keys, Parquet columns), as the
       source's data_io script builds its dicts; cleaned rows are always ``Row`` tuples.
     - ``clean``: pure function raw record -> cleaned rows; raises :class:`SkipRecord` where
@@ -114,6 +117,7 @@ class SourceSpec:
     outputs_by_condition: tuple[tuple[str, str], ...] = ()
     route_outputs: tuple[str, ...] = ()
     columns: tuple[str, ...] = FIELDS
+    one_output_per_part: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -136,6 +140,8 @@ class SourceSpec:
             raise ValueError(f"{self.name}: output {self.output!r} must end with .{self.format}")
         if Path(self.output).is_absolute() or ".." in Path(self.output).parts:
             raise ValueError(f"{self.name}: output {self.output!r} must be a relative path")
+        if self.one_output_per_part and self.route is None:
+            raise ValueError(f"{self.name}: one_output_per_part needs a route")
         if self.route_outputs:
             if self.route is None:
                 raise ValueError(f"{self.name}: route_outputs needs a route")
@@ -153,6 +159,13 @@ class SourceSpec:
         if self.route_outputs and path not in self.route_outputs:
             raise ValueError(f"{self.name}: route gave {path!r}, not one of its route_outputs")
         return path
+
+    def part_output(self, part: str) -> str:
+        """The output of a part of a ``one_output_per_part`` source (its route, which reads
+        no record)."""
+        if not self.one_output_per_part:
+            raise ValueError(f"{self.name}: outputs are not one per part")
+        return self.output_of({}, part)
 
     def output_of_row(self, row: object, record_output: str) -> str:
         """The relative output path of one produced row (``record_output`` unless the source

@@ -10,10 +10,11 @@ data_io ``pipe_clustered/clean_SYNTH.py`` (polars, one output per input file, ro
   exercise; any other exercise falls through to the empty condition ``""``;
 - response: ``synthetic_answer``; no string is stripped.
 
-Only those six columns are read (the reasoning traces, most of the bytes, never are), batch by
-batch; each output file streams to disk. Rows whose exercise reaches the fallback branch are kept
-with the empty condition, as data_io writes them; the report counts them (condition ``""``,
-tag ``(none)``).
+Every input file gives an output file, even one none of whose rows is kept (as data_io's
+``sink_parquet``). Only those six columns are read (the reasoning traces, most of the bytes,
+never are), batch by batch; each output file streams to disk. Rows whose exercise reaches the
+fallback branch are kept with the empty condition, as data_io writes them; the report counts
+them (condition ``""``, tag ``(none)``).
 
 Deliberate differences:
 - polars drops a row when a filter column is null (the comparison is null, not true); such rows
@@ -21,7 +22,6 @@ Deliberate differences:
 - a kept row whose instruction or response would be null (null ``query``, ``rag`` with null
   ``constraints``, null ``synthetic_answer``) is written by data_io with a null; here it is
   skipped and reported (reason ``null instruction or response``).
-- an input file none of whose rows is kept gives no output file (data_io writes an empty one).
 - data_io takes ``Path.glob`` order; files are read sorted by name (one output per input file).
 - Same columns (``instruction, condition, response``), rows and order as data_io, but not the
   same bytes: data_io's polars ``sink_parquet`` writes zstd pages of ``large_string`` columns in
@@ -189,6 +189,7 @@ SYNTH = SourceSpec(
     layout=SynthLayout(),
     demo=demo_synth,
     route=route_synth,
+    one_output_per_part=True,
     description="PleIAs SYNTH synthetic exercises, English, tagged by exercise (synth).",
 )
 
