@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from hrm_assets.atomic import TMP_PREFIX
+
 CLEANED_SUFFIXES = (".jsonl", ".parquet")
 
 
@@ -17,6 +19,24 @@ class LayoutError(ValueError):
 def is_hidden(relative_path: str | Path) -> bool:
     """True for a path with a part starting with ``.`` (``.tmp-*`` leftovers, build records)."""
     return any(part.startswith(".") for part in Path(relative_path).parts)
+
+
+def is_temporary(relative_path: str | Path) -> bool:
+    """True for a path with a part starting with ``.tmp-``: an output still being written (or
+    left by a killed writer), never data. Other hidden names are data, as in data_io."""
+    return any(part.startswith(TMP_PREFIX) for part in Path(relative_path).parts)
+
+
+def is_cleaned_name(name: str) -> bool:
+    """Whether a file name has data_io's extensions, ``jsonl`` or ``parquet`` as Rust's
+    ``Path::extension`` reads them (a bare ``.jsonl`` has none; ``.x.jsonl`` has one)."""
+    return name.endswith(CLEANED_SUFFIXES) and name not in CLEANED_SUFFIXES
+
+
+def is_cleaned_file(path: Path) -> bool:
+    """A regular file, not a symlink: data_io's scan (``walkdir``, links not followed) skips
+    symlinked files, so we do too, and say so (:class:`CleanedScan`)."""
+    return path.is_file() and not path.is_symlink()
 
 
 def safe_name(relative_path: str | Path) -> str:
@@ -43,16 +63,29 @@ class CleanedFile:
         return self.relative.replace("/", "__")
 
 
-def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
-    """Every ``.jsonl``/``.parquet`` file under the roots, sorted by safe name.
+@dataclass(frozen=True)
+class CleanedScan:
+    files: list[CleanedFile]
+    # Symlinked cleaned files, skipped as data_io skips them; callers report them.
+    symlinks: list[Path]
 
-    Hidden entries (``.tmp-*`` leftovers of interrupted writes) are ignored, and hidden folders
-    are not entered. Symlinked folders are not followed (as ``Path.rglob``). Two files that map
-    to the same safe name raise :class:`LayoutError` naming both.
+
+def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
+    """The files of :func:`scan_cleaned_tree`."""
+    return scan_cleaned_tree(roots).files
+
+
+def scan_cleaned_tree(roots: list[Path] | Path) -> CleanedScan:
+    """Every ``.jsonl``/``.parquet`` file under the roots, sorted by safe name, as data_io's
+    tokenizer finds them: hidden files and folders are data (``.x.jsonl`` is tokenized), but
+    ``.tmp-*`` entries (outputs being written) are not. Symlinked folders are not followed, and
+    symlinked files are skipped and listed in ``symlinks``. Two files that map to the same safe
+    name raise :class:`LayoutError` naming both.
     """
     if isinstance(roots, (str, Path)):
         roots = [Path(roots)]
     found: dict[str, CleanedFile] = {}
+    symlinks: list[Path] = []
     for root in roots:
         root = Path(root)
         if not root.is_dir():
@@ -60,12 +93,14 @@ def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
         # os.walk on strings: a sensor rescans thousands of files every minute, and pathlib's
         # rglob plus relative_to cost several times the directory reads themselves.
         for folder, subfolders, names in os.walk(root):
-            subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+            subfolders[:] = [name for name in subfolders if not name.startswith(TMP_PREFIX)]
             for name in names:
-                if name.startswith(".") or not name.endswith(CLEANED_SUFFIXES):
+                if name.startswith(TMP_PREFIX) or not is_cleaned_name(name):
                     continue
                 path = Path(folder, name)
-                if not path.is_file():
+                if not is_cleaned_file(path):
+                    if path.is_symlink():
+                        symlinks.append(path)
                     continue
                 item = CleanedFile(path=path, root=root)
                 earlier = found.setdefault(item.safe_name, item)
@@ -75,4 +110,4 @@ def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
                         f"{first} and {second} both map to the tokenized folder "
                         f"{item.safe_name!r}; rename one of them"
                     )
-    return [found[name] for name in sorted(found)]
+    return CleanedScan(files=[found[name] for name in sorted(found)], symlinks=sorted(symlinks))

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hrm_assets.layout import CleanedFile, LayoutError, is_hidden, safe_name
+from hrm_assets.layout import (
+    CleanedFile,
+    LayoutError,
+    is_cleaned_file,
+    is_cleaned_name,
+    is_temporary,
+    safe_name,
+)
 from hrm_assets.sources import SourceSpec
 
 
@@ -27,7 +34,9 @@ def files_of_source(
         scanned = [
             CleanedFile(path=path, root=cleaned_root)
             for path in candidates
-            if path.is_file() and not is_hidden(path.relative_to(cleaned_root))
+            if is_cleaned_name(path.name)
+            and is_cleaned_file(path)
+            and not is_temporary(path.relative_to(cleaned_root))
         ]
     found = [item for item in scanned if spec.writes(item.relative)]
     return sorted(found, key=lambda item: item.safe_name)
@@ -82,7 +91,7 @@ def partition_file(spec: SourceSpec, cleaned_root: Path, name: str) -> CleanedFi
     present = [
         CleanedFile(path=cleaned_root / relative, root=cleaned_root)
         for relative in relative_paths_for(name)
-        if not is_hidden(relative) and (cleaned_root / relative).is_file()
+        if not is_temporary(relative) and is_cleaned_file(cleaned_root / relative)
     ]
     if len(present) > 1:
         raise LayoutError(

@@ -65,7 +65,7 @@ from hrm_assets.framing import (
     tokenizer_info_json,
 )
 from hrm_assets.hashing import file_sha256, value_sha256
-from hrm_assets.layout import CleanedFile, scan_cleaned_files
+from hrm_assets.layout import CleanedFile, scan_cleaned_tree
 from hrm_assets.manifest import read_manifest, sizes_match
 
 CODE_VERSION = f"hrm-tokenize/{_tokenizer.FORMAT_VERSION}"
@@ -441,7 +441,8 @@ def remove_owned_output(out_root: Path, safe_name: str) -> bool:
 def prune_orphans(out_root: Path, expected_safe_names: Iterable[str]) -> list[str]:
     """Remove owned folders of ``out_root`` that no cleaned file maps to; return their names.
 
-    Folders without the ownership marker, files, and hidden entries are left alone.
+    Folders without the ownership marker, files, and ``.tmp-`` entries are left alone (hidden
+    folders such as ``.x.jsonl`` are a hidden cleaned file's output, and pruned like others).
     """
     out_root = Path(out_root)
     if not out_root.is_dir():
@@ -449,7 +450,7 @@ def prune_orphans(out_root: Path, expected_safe_names: Iterable[str]) -> list[st
     expected = set(expected_safe_names)
     removed = []
     for entry in sorted(out_root.iterdir()):
-        if entry.name in expected or entry.name.startswith((".", TMP_PREFIX)):
+        if entry.name in expected or entry.name.startswith(TMP_PREFIX):
             continue
         if remove_owned_output(out_root, entry.name):
             removed.append(entry.name)
@@ -462,6 +463,7 @@ class TreeReport:
     failures: list[tuple[str, str]] = field(default_factory=list)  # (safe name, message)
     pruned: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)  # stale .tmp- leftovers removed
+    symlinks: list[Path] = field(default_factory=list)  # symlinked cleaned files, skipped
     seconds: float = 0.0
 
 
@@ -477,19 +479,26 @@ def tokenize_tree(
 
     Sweeps stale ``.tmp-`` leftovers, writes ``tokenizer_info.json``, prunes owned orphans,
     then tokenizes every file with :func:`tokenize_files` (several at once, skipping current
-    folders). A failing file is recorded in the report and the others go on. Setup problems
+    folders). Files are found as data_io finds them (:func:`scan_cleaned_tree`: hidden files
+    are data, symlinked files are skipped and listed in the report). A failing file is
+    recorded in the report and the others go on. Setup problems
     (no tokenizer, framing token not in the vocabulary, two files
     with one safe name) raise ``ValueError``/``OSError`` before anything is written.
     """
     started = time.perf_counter()
     setup = TokenizerSetup.load(tokenizer_path, framing)
     setup.encoder()
-    files = scan_cleaned_files([Path(d) for d in dirs])
+    scan = scan_cleaned_tree([Path(d) for d in dirs])
+    files = scan.files
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
     swept = [entry.name for entry in remove_stale_temporaries(out_root)]
     write_tokenizer_info(out_root, setup)
-    report = TreeReport(pruned=prune_orphans(out_root, [f.safe_name for f in files]), swept=swept)
+    report = TreeReport(
+        pruned=prune_orphans(out_root, [f.safe_name for f in files]),
+        swept=swept,
+        symlinks=scan.symlinks,
+    )
     with tqdm(
         total=sum(f.path.stat().st_size for f in files),
         unit="B",
@@ -517,8 +526,9 @@ def _summary(report: TreeReport) -> str:
     null_text = f", {nulls:,} Parquet null(s) read as empty strings" if nulls else ""
     mb = sum(o.bytes for o in done) / 1e6
     rate = f", {mb / report.seconds:.1f} MB/s" if done and report.seconds > 0 else ""
+    symlink_text = f" and {len(report.symlinks)} symlinked" if report.symlinks else ""
     return (
-        f"tokenized {len(done)} file(s), skipped {skipped} unchanged, pruned "
+        f"tokenized {len(done)} file(s), skipped {skipped} unchanged{symlink_text}, pruned "
         f"{len(report.pruned)}, failed {len(report.failures)}: {rows:,} rows, {tokens:,} tokens"
         f"{null_text} in {report.seconds:.1f} s{rate}"
     )
@@ -576,6 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"removed {name} (left by a run that died over a day ago)", file=sys.stderr)
     for name in report.pruned:
         print(f"pruned {name} (its cleaned file is gone)", file=sys.stderr)
+    for path in report.symlinks:
+        print(f"warning: skipped {path}: a symlink (data_io skips them too)", file=sys.stderr)
     for outcome in report.outcomes:
         if outcome.nulls:
             print(

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hrm_assets.atomic import TMP_PREFIX
 from hrm_assets.manifest import MANIFEST_FILE, VerifyReport, verify_folder
 
 PROG = "hrm-verify"
@@ -25,12 +26,15 @@ PROG = "hrm-verify"
 
 def output_folders(path: Path) -> list[Path]:
     """The folders ``path`` stands for: itself if it is an output (it has a manifest, or arrays
-    directly in it, whose manifest is then reported missing), else its sub-folders."""
+    directly in it, whose manifest is then reported missing), else its sub-folders (hidden ones
+    too, such as the output of a hidden cleaned file; not ``.tmp-`` leftovers)."""
     path = Path(path)
     if not path.is_dir() or (path / MANIFEST_FILE).is_file() or any(path.glob("*.npy")):
         return [path]
     return sorted(
-        entry for entry in path.iterdir() if entry.is_dir() and not entry.name.startswith(".")
+        entry
+        for entry in path.iterdir()
+        if entry.is_dir() and not entry.name.startswith(TMP_PREFIX)
     )
 
 

@@ -4,7 +4,7 @@ import dagster as dg
 
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS, partition_requests
-from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.layout import CleanedScan, scan_cleaned_tree
 from hrm_assets.partitioning import files_by_source
 from hrm_assets.sources import SOURCES
 from hrm_assets.tokenize import remove_owned_output
@@ -21,7 +21,8 @@ def cleaned_files_sensor(
     context: dg.SensorEvaluationContext, data_paths: DataPaths
 ) -> dg.SensorResult:
     cleaned_root = data_paths.cleaned_root
-    scanned = scan_cleaned_files(cleaned_root) if cleaned_root.is_dir() else []
+    scan = scan_cleaned_tree(cleaned_root) if cleaned_root.is_dir() else CleanedScan([], [])
+    scanned = scan.files
     by_source = files_by_source(SOURCES.values(), scanned)
     requests = []
     changes = []
@@ -37,4 +38,10 @@ def cleaned_files_sensor(
         if added or removed:
             changes.append(f"{name}: +{len(added)} -{len(removed)}")
     context.log.info("; ".join(changes) if changes else f"{len(scanned)} cleaned files, no change")
+    if scan.symlinks:
+        names = ", ".join(str(path.relative_to(cleaned_root)) for path in scan.symlinks[:5])
+        context.log.warning(
+            f"{len(scan.symlinks)} symlinked cleaned file(s) skipped, as data_io skips them: "
+            f"{names}{', ...' if len(scan.symlinks) > 5 else ''}"
+        )
     return dg.SensorResult(dynamic_partitions_requests=requests)
