@@ -45,12 +45,22 @@ from dagster._core.storage.sqlite_storage import (
 from dagster._serdes import ConfigurableClassData, serialize_value
 from dagster._utils import mkdir_p
 from dagster_shared.record import copy
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
 # Database files whose connection stays open: the index and the runs being written or read.
 OPEN_DATABASES = 8
+
+
+def _commit_without_fsync(dbapi_connection, _record) -> None:
+    # The databases are in WAL mode, where synchronous=NORMAL syncs at checkpoints only: a commit
+    # survives any crash of a process (kill -9 included) and the database is never corrupted;
+    # a power cut can lose the last commits. The default (FULL) syncs every commit, about three
+    # fsyncs per event: 10.7 ms an event against 3.8 ms here.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
@@ -76,6 +86,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 # The storage's own lock serialises its use across threads.
                 connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
             )
+            event.listen(engine, "connect", _commit_without_fsync)
             self._engines[shard] = engine
             while len(self._engines) > OPEN_DATABASES:
                 _, oldest = self._engines.popitem(last=False)
