@@ -5,12 +5,14 @@ figures are in docs/BENCHMARKS.md ("Step start-up")."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib.util import find_spec
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.reconstruct import ReconstructableJob
 from dagster._core.system_config.objects import ResolvedRunConfig
 
 from hrm_assets.defs.cleaned.assets import BUILD_RECORDS, _content_version, build_cleaned_asset
@@ -70,6 +72,47 @@ def test_run_config_still_chooses_the_start_method_and_concurrency():
     config = _engine_config(executor.MULTIPROCESS_EXECUTOR, run_config)
     assert config["start_method"] == {"spawn": {}}
     assert config["max_concurrent"] == 1
+
+
+@dg.op
+def step_pid() -> int:
+    return os.getpid()
+
+
+@dg.op
+def next_step_pid(previous: int) -> int:
+    return os.getpid()
+
+
+@dg.job(executor_def=executor.MULTIPROCESS_EXECUTOR)
+def one_step():
+    step_pid()
+
+
+@dg.job(executor_def=executor.MULTIPROCESS_EXECUTOR)
+def two_steps():
+    next_step_pid(step_pid())
+
+
+def _step_pids(job_fn, instance) -> set[int]:
+    # Step processes load the job from this file (tests/ is not a package they can import).
+    job = ReconstructableJob.for_file(__file__, job_fn.name)
+    with dg.execute_job(job, instance=instance) as result:
+        assert result.success
+        return {
+            result.output_for_node(name)
+            for name in ("step_pid", "next_step_pid")
+            if name in {node.name for node in result.job_def.nodes}
+        }
+
+
+def test_a_run_of_one_step_runs_it_in_the_run_process_and_more_steps_get_a_process_each(
+    tmp_path,
+):
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        assert _step_pids(one_step, instance) == {os.getpid()}
+        pids = _step_pids(two_steps, instance)
+        assert len(pids) == 2 and os.getpid() not in pids
 
 
 def test_other_modes_are_unchanged(monkeypatch):
