@@ -27,7 +27,7 @@ from hrm_assets.defs.tokenized.checks import (
 )
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.defs.tokenized.records import (
-    latest_materialization_target,
+    latest_materialization_targets,
     mark_failed,
     materialization,
     partition_evaluation,
@@ -49,6 +49,7 @@ from hrm_assets.tokenize import (
 CODE_VERSION = "2"
 FILES_PER_RUN_ENV = "HRM_TOKENIZE_FILES_PER_RUN"
 PROGRESS_SECONDS = 10.0
+EVALUATIONS_PER_LOOKUP = 256
 
 
 class TokenizeConfig(dg.Config):
@@ -135,6 +136,19 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         counts = {"tokenized": 0, "unchanged": 0, "recorded": 0, "failed checks": 0}
         context.log.info(f"{len(files):,} of {len(partitions):,} partitions have their file")
 
+        # Check evaluations wait for a batch of partitions, whose targets (the latest
+        # materializations) are then looked up at once.
+        evaluations: list[tuple[str, list[dg.AssetCheckResult]]] = []
+
+        def recorded_evaluations() -> Iterator[dg.AssetCheckEvaluation]:
+            targets = latest_materialization_targets(
+                instance, asset_key, [key for key, _ in evaluations]
+            )
+            for key, results in evaluations:
+                for check in results:
+                    yield partition_evaluation(check, asset_key, key, targets.get(key))
+            evaluations.clear()
+
         last_log = time.monotonic()
         for done, result in enumerate(
             tokenize_files(files, tokenized_root, setup, threads=config.threads), start=1
@@ -159,9 +173,10 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 to_record = checks
             counts["failed checks"] += sum(not check.passed for check in checks)
             if to_record:
-                target = latest_materialization_target(instance, asset_key, key)
-                for check in to_record:
-                    yield partition_evaluation(check, asset_key, key, target)
+                evaluations.append((key, to_record))
+            if len(evaluations) >= EVALUATIONS_PER_LOOKUP:
+                yield from recorded_evaluations()
+        yield from recorded_evaluations()
 
         if failures:
             # A failed run marks every partition it did not record as failed: record the

@@ -88,19 +88,27 @@ def materialization(
     )
 
 
-def latest_materialization_target(
-    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str
-) -> AssetCheckEvaluationTargetMaterializationData | None:
-    """What a check evaluation of ``partition`` refers to: its latest materialization."""
-    latest = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+def latest_materialization_targets(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
+) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
+    """What a check evaluation of each of ``partitions`` refers to: its latest materialization
+    (two queries for all of them; partitions never materialized are left out)."""
+    latest = instance.event_log_storage.get_latest_storage_id_by_partition(
+        asset_key, DagsterEventType.ASSET_MATERIALIZATION, partitions=set(partitions)
     )
-    if not latest.records:
-        return None
-    record = latest.records[0]
-    return AssetCheckEvaluationTargetMaterializationData(
-        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
-    )
+    if not latest:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=list(latest.values())),
+        limit=len(latest),
+    ).records
+    return {
+        record.partition_key: AssetCheckEvaluationTargetMaterializationData(
+            storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+        )
+        for record in records
+        if record.partition_key is not None
+    }
 
 
 def partition_evaluation(
