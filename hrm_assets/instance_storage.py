@@ -9,8 +9,10 @@ materialization and two check evaluations, took 520 s in one run with the stock 
 stock one with one pooled connection per database file (the busiest few kept open, the rest
 closed), and the index's table list cached (it only changes when the schema is migrated).
 
-Everything else (schema, files, concurrency between processes through SQLite's own locking,
-durability of each commit) is Dagster's. ``dagster_home/dagster.yaml`` selects it:
+Its commits are synced at WAL checkpoints, not one by one (``synchronous=NORMAL``): a commit
+survives any crash of a process, and a power cut may lose the last ones but never corrupts the
+database. Everything else (schema, files, concurrency between processes through SQLite's own
+locking) is Dagster's. ``dagster_home/dagster.yaml`` selects it:
 
     storage:
       custom:
