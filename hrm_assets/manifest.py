@@ -10,8 +10,9 @@ timestamps, so equal arrays give equal bytes)::
      "format": "hrm-data-manifest/1"}
 
 The listed files are the folder's ``.npy`` arrays (``epoch_N/`` ones included, as POSIX
-relative paths) and, in a sampled folder, the files of its ``tokenizer/``. ``metadata.json`` is not listed: the tokenizer refreshes its ``source_mtime``
-in place when a touched but unchanged file is skipped.
+relative paths) and, in a sampled folder, the files of its ``tokenizer/``. ``metadata.json``
+is not listed: the tokenizer refreshes its ``source_mtime`` in place when a touched but
+unchanged file is skipped.
 
 :func:`verify_folder` recomputes a manifest; ``hrm-verify`` and the ``manifest_valid`` asset
 checks call it.
