@@ -133,8 +133,8 @@ def read_span_columns(
 ) -> tuple[list[bytes], list[int], int | None] | None:
     """Every folder's ``<field>.npy`` (the four span fields), back to back as int64 bytes,
     checked against each folder's token count; returns ``(columns, rows per folder, first
-    inconsistent folder or None)``, or None when a file is not a plain ``numpy.save`` array or
-    a folder's arrays differ in length (read those some other way). ``progress(folders)`` is
+    inconsistent folder or None)``, or None when a file is not a plain 1-D array (as
+    ``numpy.save`` or data_io's ``ndarray-npy`` write them) or a folder's arrays differ in length (read those some other way). ``progress(folders)`` is
     called at most every 200 ms and once at the end."""
 
 def write_epoch_arrays(

@@ -445,8 +445,9 @@ def read_span_table(
     """Every task's spans back to back (int64) and the bounds of each task's rows (task ``t``
     owns rows ``bounds[t]:bounds[t + 1]``), checked as :func:`load_spans` checks them.
 
-    The Rust core reads and checks the arrays ``numpy.save`` writes, all tasks in one call
-    (``rust_tokenizer/src/spans.rs``); anything else is read here. The first task that fails
+    The Rust core reads and checks plain arrays (the headers of ``numpy.save`` and of data_io's
+    ``ndarray-npy``), all tasks in one call (``rust_tokenizer/src/spans.rs``); anything else is
+    read here. The first task that fails
     the checks is read again by :func:`load_spans`, whose error names its file.
     ``on_tasks(n)`` is called as task folders are read.
     """
