@@ -23,8 +23,8 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,13 +44,34 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+def _create_unique(parent: Path, prefix: str, create: Callable[[Path], object]) -> tuple:
+    """``create(parent / (prefix + random suffix))`` for a name not taken yet; returns what it
+    returned and the path.
+
+    Unlike ``tempfile.mkstemp``/``mkdtemp`` (modes 0600/0700), ``create`` passes the ordinary
+    modes 0666/0777, which the kernel masks with the umask: what is renamed into place is as
+    readable as any file the user writes (0644/0755 under umask 022), by a training job running
+    as another user too. The suffix matches :func:`_leftover_pattern`.
+    """
+    for _ in range(100):
+        candidate = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            return create(candidate), candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{parent}: no free temporary name starting with {prefix!r}")
+
+
+def _create_file(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path, mode: str = "wb") -> Iterator:
     """Open a temporary file next to ``path``; on success it replaces ``path`` atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = _create_unique(path.parent, f"{TMP_PREFIX}{path.name}.", _create_file)
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
@@ -94,7 +115,9 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     """Yield an empty staging directory; on success it becomes ``target`` atomically."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}.", dir=target.parent))
+    _, staged = _create_unique(
+        target.parent, f"{TMP_PREFIX}{target.name}.", lambda path: os.mkdir(path, 0o777)
+    )
     try:
         yield staged
         replace_directory(staged, target)
@@ -146,6 +169,48 @@ def exclusive_lock(
             os.close(fd)
 
 
+@contextlib.contextmanager
+def shared_lock(lock_path: Path, *, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold a shared ``flock`` on ``lock_path`` (created if needed) for the block: for readers
+    of an output whose writers hold :func:`exclusive_lock` on the same path. Readers share it;
+    a writer waits for every reader, and a reader for the writer (``on_wait`` is called first).
+
+    The protocol is :func:`exclusive_lock`'s: a reader re-checks that the path still names the
+    file it locked (a writer deletes it before releasing). A reader leaves the file to others
+    still reading; on leaving it deletes it only if it can take it exclusively without waiting
+    (no one else holds it), so lock files do not pile up. Raises ``OSError`` if the file can be
+    neither created nor opened (a read-only folder).
+    """
+    lock_path = Path(lock_path)
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            # Not ours to create (read-only, or another user's folder): a writer's file can
+            # still be locked through a read-only descriptor.
+            fd = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            if not _names_same_file(lock_path, fd):
+                continue  # a writer deleted it after we opened it
+            try:
+                yield
+            finally:
+                with contextlib.suppress(BlockingIOError):
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    if _names_same_file(lock_path, fd):
+                        with contextlib.suppress(OSError):
+                            os.unlink(lock_path)
+            return
+        finally:
+            os.close(fd)
+
+
 def _names_same_file(path: Path, fd: int) -> bool:
     try:
         on_disk = os.stat(path)
@@ -157,7 +222,7 @@ def _names_same_file(path: Path, fd: int) -> bool:
 
 def _leftover_pattern(name: str) -> re.Pattern[str]:
     # The exact temporary names of `name`'s writers, so that no other output's leftovers match:
-    #   .tmp-<name>.<random, no dot>          atomic_file / atomic_directory (tempfile)
+    #   .tmp-<name>.<random, no dot>          atomic_file / atomic_directory
     #   .tmp-retired-<name>-<pid>             replace_directory
     #   .tmp-<name>.<pid>.<nanos>.<count>     Rust StagedDir (also .tmp-retired-<name>.<...>)
     escaped = re.escape(name)

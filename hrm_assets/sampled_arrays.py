@@ -60,7 +60,7 @@ def save_npy(path: Path, array: np.ndarray) -> ManifestEntry:
     data = memoryview(array).cast("B")
     digest = hashlib.sha256(header)
     digest.update(data)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         _write_all(fd, memoryview(header))
         _write_all(fd, data)

@@ -161,7 +161,7 @@ def _json_bytes(value: dict[str, Any]) -> bytes:
 
 def _write_synced(path: Path, data: bytes) -> dict[str, int | str]:
     """Write ``data``, fsync it, and return its manifest entry."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         view = memoryview(data)
         while view:

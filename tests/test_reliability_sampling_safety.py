@@ -1,0 +1,135 @@
+"""Issue 16, the sampler's side: outputs readable under the user's umask, a consistent snapshot
+of a tokenized root that is being re-tokenized, nothing deleted that hrm-data did not write,
+verify covering what HRM-Text reads, strict sampling rules, spans checked by the sampler."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+from test_rust_tokenizer import gsm8k_rows, write_jsonl
+from test_sampling import write_rules
+
+from hrm_assets.atomic import exclusive_lock, shared_lock
+
+
+def _modes(root: Path) -> dict[str, str]:
+    """Permission bits of ``root`` and of everything under it, by relative path."""
+    found = {".": oct(stat.S_IMODE(root.stat().st_mode))}
+    for path in sorted(root.rglob("*")):
+        found[path.relative_to(root).as_posix()] = oct(stat.S_IMODE(path.lstat().st_mode))
+    return found
+
+
+def _run_with_umask(umask: int, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=lambda: os.umask(umask),
+        check=False,
+    )
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+@pytest.mark.parametrize(
+    ("umask", "file_mode", "dir_mode"), [(0o022, "0o644", "0o755"), (0o027, "0o640", "0o750")]
+)
+def test_outputs_follow_the_umask_like_ordinary_writes(
+    tmp_path, real_raw, small_tokenizer_path, umask, file_mode, dir_mode
+):
+    # The sampled root was a mkdtemp folder (0700) and tokenizer_info.json a mkstemp file
+    # (0600): unreadable by a training job running as another user.
+    write_jsonl(tmp_path / "cleaned" / "gsm8k_train.jsonl", gsm8k_rows(real_raw, "train", 40))
+    tokenized, sampled = tmp_path / "tokenized", tmp_path / "sampled"
+    tokenize = _run_with_umask(
+        umask, sys.executable, "-m", "hrm_assets.tokenize", str(tmp_path / "cleaned"),
+        "-o", str(tokenized), "--tokenizer-path", str(small_tokenizer_path),
+    )  # fmt: skip
+    assert tokenize.returncode == 0, tokenize.stderr
+    rules = write_rules(tmp_path / "rules.yaml", [])
+    sample = _run_with_umask(
+        umask, sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tokenized}",
+        f"output_path={sampled}", f"prefix_config_path={rules}", "epochs=2",
+    )  # fmt: skip
+    assert sample.returncode == 0, sample.stderr
+    assert (sampled / "tokenizer" / "tokenizer.json").is_file()  # the shipped tokenizer too
+    for root in (sampled, tokenized):
+        modes = _modes(root)
+        expected = {
+            name: dir_mode if (root / name).is_dir() else file_mode
+            for name in modes
+            if not (root / name).name.endswith(".lock")
+        }
+        assert {name: modes[name] for name in expected} == expected, root
+
+
+# --------------------------------------------------------------------------- the shared lock
+
+
+def test_readers_share_the_lock_and_exclude_the_writer(tmp_path):
+    lock = tmp_path / ".x.lock"
+    events: list[str] = []
+    with shared_lock(lock), shared_lock(lock):  # two readers at once
+        writer = threading.Thread(
+            target=lambda: _hold(exclusive_lock(lock), events, "writer"), daemon=True
+        )
+        writer.start()
+        writer.join(timeout=0.5)
+        assert writer.is_alive() and events == []  # the writer waits for both readers
+        events.append("readers done")
+    writer.join(timeout=60)
+    assert events == ["readers done", "writer"]
+    assert not lock.exists()  # the writer deleted it; readers leave none behind either
+    with shared_lock(lock):
+        pass
+    assert not lock.exists()
+
+
+def _hold(lock, events: list[str], name: str) -> None:
+    with lock:
+        events.append(name)
+
+
+def test_a_reader_waits_for_the_writer_and_never_overlaps_it(tmp_path):
+    # Writers delete the file on release while readers wait on it: the inode re-check is what
+    # keeps a reader that wins a deleted file from reading beside the next writer.
+    lock = tmp_path / ".x.lock"
+    writing: list[int] = []
+    overlaps: list[str] = []
+    done: list[str] = []
+
+    def writer() -> None:
+        for _ in range(150):
+            with exclusive_lock(lock):
+                writing.append(1)
+                time.sleep(0)
+                writing.pop()
+        done.append("writer")
+
+    def reader() -> None:
+        for _ in range(150):
+            with shared_lock(lock):
+                if writing:
+                    overlaps.append("reader beside a writer")
+                time.sleep(0)
+        done.append("reader")
+
+    threads = [threading.Thread(target=target) for target in (writer, writer, reader, reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(done) == ["reader", "reader", "writer", "writer"]
+    assert overlaps == []
