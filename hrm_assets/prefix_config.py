@@ -1,4 +1,10 @@
-"""``prefix_config.yaml``: per-task sampling rules, matched by name prefix (first match wins)."""
+"""``prefix_config.yaml``: per-task sampling rules, matched by name prefix (first match wins).
+
+Types are strict: ``max_per_file: true`` or ``repeat: "2"`` is an error, not 1 or 2 (YAML's
+``20_000`` is an integer). ``repeat`` is at least 1: ``repeat: 0`` would empty its tasks
+without a word; ``max_per_file: 0`` is the way to leave tasks out. Whether the epochs a rule
+asks for fit is checked against the data by the sampler (:mod:`hrm_assets.epoch_budget`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class PrefixConfigError(ValueError):
@@ -14,11 +20,23 @@ class PrefixConfigError(ValueError):
 
 
 class SamplingRule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     max_per_file: int | None = Field(default=None, ge=0)
     long_context: Literal["drop", "truncate"] = "truncate"
-    repeat: int = Field(default=1, ge=0)
+    repeat: int = 1
+
+    @field_validator("repeat")
+    @classmethod
+    def _repeat_samples_something(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError(
+                "repeat: 0 would sample nothing from these tasks; use max_per_file: 0 to leave "
+                "tasks out"
+            )
+        if value < 0:
+            raise ValueError(f"repeat: must be at least 1 (got {value})")
+        return value
 
 
 class PrefixRule(SamplingRule):
@@ -39,7 +57,8 @@ def load_prefix_rules(path: Path) -> list[PrefixRule]:
     except FileNotFoundError:
         raise PrefixConfigError(f"{path}: prefix config not found") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise PrefixConfigError(f"{path}: not valid YAML: {exc}") from None
+        # PyYAML's message spans lines (the problem, then where): one line here.
+        raise PrefixConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -48,16 +67,32 @@ def load_prefix_rules(path: Path) -> list[PrefixRule]:
     for index, item in enumerate(raw):
         if not isinstance(item, dict):
             raise PrefixConfigError(f"{path}: rule {index}: expected a mapping, got {item!r}")
+        where = f"{path}: rule {index} (prefix {item.get('prefix')!r})"
+        for key in item:
+            if not isinstance(key, str):
+                raise PrefixConfigError(
+                    f"{where}: key {key!r} is not a field name (fields: "
+                    f"{', '.join(PrefixRule.model_fields)})"
+                )
         try:
-            rules.append(PrefixRule(**item))
+            rules.append(PrefixRule.model_validate(item))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-            )
-            raise PrefixConfigError(
-                f"{path}: rule {index} (prefix {item.get('prefix')!r}): {problems}"
-            ) from None
+            raise PrefixConfigError(f"{where}: {_problems(exc)}") from None
     return rules
+
+
+def _problems(exc: ValidationError) -> str:
+    """``field: problem (got value)`` for each invalid field, on one line."""
+    found = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "value_error":  # our own checks, whose message names field and value
+            found.append(str(err["ctx"]["error"]))
+        elif err["type"] in ("missing", "extra_forbidden"):
+            found.append(f"{field}: {err['msg']}")
+        else:
+            found.append(f"{field}: {err['msg']} (got {err['input']!r})")
+    return "; ".join(found)
 
 
 def rule_for(name: str, rules: list[PrefixRule]) -> SamplingRule:

@@ -62,6 +62,7 @@ from hrm_assets.atomic import (
     lock_path_for,
     remove_leftovers,
 )
+from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.npy_files import (
@@ -659,6 +660,27 @@ def _task_reports(
     return reports, kept, kept_bounds
 
 
+def _check_budget(
+    reports: list[TaskReport],
+    rules: list[PrefixRule],
+    config: SamplingConfig,
+    output: Path,
+    token_bytes: int,
+) -> None:
+    """Refuse epochs that cannot fit (:mod:`hrm_assets.epoch_budget`) before drawing them."""
+    try:
+        check_epoch_budget(
+            [TaskDemand(report.name, report.rule, report.rows_per_epoch) for report in reports],
+            rules,
+            epochs=config.epochs,
+            token_bytes=token_bytes,
+            output_path=output,
+            rules_path=config.prefix_config_path,
+        )
+    except EpochBudgetError as exc:
+        raise SamplingError(str(exc)) from None
+
+
 def _short_after_truncate_warning(reports: list[TaskReport], config: SamplingConfig) -> str | None:
     """The warning for rows that truncation left shorter than ``min_resp_length`` and that are
     kept (``None`` if there are none).
@@ -833,6 +855,7 @@ def sample_tokenized(
                     names, table, bounds, counts, rules, config
                 )
                 del table
+                _check_budget(reports, rules, config, output, sum(counts) * dtype.itemsize)
                 short = _short_after_truncate_warning(reports, config)
                 if short is not None:
                     note(short)

@@ -285,7 +285,19 @@ PREFIX_CONFIGS = {
     "negative-cap": ("- prefix: a\n- prefix: flan__\n  max_per_file: -1\n", "rule 1",
                      "max_per_file: Input should be greater than or equal to 0"),
     "negative-repeat": ("- prefix: SYNTH\n  repeat: -2\n", "rule 0 (prefix 'SYNTH')",
-                        "repeat: Input should be greater than or equal to 0"),
+                        "repeat: must be at least 1 (got -2)"),
+    "zero-repeat": ("- prefix: flan__\n  repeat: 0\n", "rule 0 (prefix 'flan__')",
+                    "repeat: 0 would sample nothing from these tasks; use max_per_file: 0"),
+    "bool-cap": ("- prefix: flan__\n  max_per_file: true\n", "rule 0 (prefix 'flan__')",
+                 "max_per_file: Input should be a valid integer (got True)"),
+    "float-cap": ("- prefix: flan__\n  max_per_file: 2.5\n", "rule 0",
+                  "max_per_file: Input should be a valid integer (got 2.5)"),
+    "quoted-repeat": ("- prefix: flan__\n  repeat: '3'\n", "rule 0",
+                      "repeat: Input should be a valid integer (got '3')"),
+    "non-string-key": ("- prefix: flan__\n  7: 3\n", "rule 0 (prefix 'flan__')",
+                       "key 7 is not a field name (fields: max_per_file, long_context, repeat"),
+    "non-string-prefix": ("- prefix: 12\n", "rule 0 (prefix 12)",
+                          "prefix: Input should be a valid string (got 12)"),
     "bad-mode": ("- prefix: x\n  long_context: squeeze\n", "rule 0",
                  "long_context: Input should be 'drop' or 'truncate'"),
     "text-repeat": ("- prefix: x\n  repeat: twice\n", "rule 0", "repeat: Input should be"),
@@ -306,7 +318,7 @@ def test_bad_prefix_config_names_file_rule_and_field(sampled_once, capsys, kind)
     assert status == 1
     assert captured.out == ""
     assert captured.err.startswith(f"hrm-sample: error: {rules}: {where}")
-    assert problem in captured.err
+    assert problem in captured.err.splitlines()[0]  # one line names the rule and the field
     assert "Traceback" not in captured.err
     assert tree_bytes(out) == before
 

@@ -5,6 +5,7 @@ verify covering what HRM-Text reads, strict sampling rules, spans checked by the
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -15,9 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
-from test_sampling import write_rules
+from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
+from hrm_assets import sample
 from hrm_assets.atomic import exclusive_lock, shared_lock
+from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
+from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
 
 
 def _modes(root: Path) -> dict[str, str]:
@@ -133,3 +137,51 @@ def test_a_reader_waits_for_the_writer_and_never_overlaps_it(tmp_path):
         thread.join(timeout=120)
     assert sorted(done) == ["reader", "reader", "writer", "writer"]
     assert overlaps == []
+
+
+# --------------------------------------------------------------------------- sampling rules
+
+
+def test_a_repeat_beyond_memory_and_disk_is_one_line_naming_the_rule(tmp_path, capsys):
+    # numpy used to fail with "Unable to allocate 255. TiB" after the copy had started.
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(
+        tmp_path / "rules.yaml", [*MIXED_RULES[:4], {"prefix": "Platypus__", "repeat": 10**11}]
+    )
+    out = tmp_path / "sampled"
+    status = sample.main(
+        [f"tokenized_path={tokenized}", f"output_path={out}", f"prefix_config_path={rules}"]
+    )
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert status == 1
+    assert errors == [errors[0]] and errors[0].startswith(
+        f"hrm-sample: error: {rules}: rule 4 (prefix 'Platypus__'): repeat: 100000000000 asks "
+        f"for 500,000,000,000 rows per epoch; the 10 epoch(s) of 500,000,"
+    )
+    assert "free for" in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.yaml", "tok"]
+
+
+def test_the_budget_names_what_runs_out_first():
+    demands = [
+        TaskDemand("a.jsonl", DEFAULT_RULE, 1_000),
+        TaskDemand("b.jsonl", RULE_B, 3_000_000),
+    ]
+    common = dict(epochs=2, token_bytes=10, output_path=Path("/out"), rules_path=Path("r.yaml"))
+    check_epoch_budget(demands, [RULE_B], free_bytes=10**9, memory_bytes=10**9, **common)
+    with pytest.raises(EpochBudgetError, match=re.escape(
+        "r.yaml: rule 0 (prefix 'b'): repeat: 3 asks for 3,000,000 rows per epoch; the 2 "
+        "epoch(s) of 3,001,000 rows would take 192.1 MB, more than the 100.0 MB free for /out"
+    )):  # fmt: skip
+        check_epoch_budget(demands, [RULE_B], free_bytes=10**8, memory_bytes=10**9, **common)
+    with pytest.raises(EpochBudgetError, match=re.escape(
+        "drawing an epoch of 3,001,000 rows takes 168.1 MB of memory, more than the 100.0 MB "
+        "available"
+    )):  # fmt: skip
+        check_epoch_budget(demands, [RULE_B], free_bytes=10**9, memory_bytes=10**8, **common)
+    defaults = [TaskDemand("a.jsonl", DEFAULT_RULE, 5_000_000)]
+    with pytest.raises(EpochBudgetError, match="the tasks no rule matches .the defaults. ask"):
+        check_epoch_budget(defaults, [RULE_B], free_bytes=10**6, memory_bytes=10**9, **common)
+
+
+RULE_B = PrefixRule(prefix="b", repeat=3)

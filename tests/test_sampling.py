@@ -338,9 +338,9 @@ CASES = {
         1000,
         dict(epochs=3, context_size=30, min_resp_length=0),
     ),
-    "cap-zero-and-repeat-zero": (
+    "cap-zero": (
         MIXED,
-        [{"prefix": "SYNTH__", "max_per_file": 0}, {"prefix": "flan__", "repeat": 0}],
+        [{"prefix": "SYNTH__", "max_per_file": 0}, {"prefix": "flan__", "max_per_file": 0}],
         1000,
         dict(epochs=2, seed=1),
     ),
@@ -461,7 +461,7 @@ def test_span_files_the_rust_reader_does_not_take_are_read_in_python(tmp_path):
 @given(
     sizes=st.lists(st.integers(0, 12), min_size=1, max_size=4),
     caps=st.lists(st.one_of(st.none(), st.integers(0, 8)), min_size=4, max_size=4),
-    repeats=st.lists(st.integers(0, 4), min_size=4, max_size=4),
+    repeats=st.lists(st.integers(1, 4), min_size=4, max_size=4),
     modes=st.lists(st.sampled_from(["drop", "truncate"]), min_size=4, max_size=4),
     seed=st.integers(0, 2**32),
     epochs=st.integers(1, 4),
@@ -814,7 +814,6 @@ def test_rows_per_epoch():
     assert rows_per_epoch(SamplingRule(max_per_file=5), 7) == 5
     assert rows_per_epoch(SamplingRule(max_per_file=50), 7) == 7
     assert rows_per_epoch(SamplingRule(max_per_file=5, repeat=3), 7) == 15
-    assert rows_per_epoch(SamplingRule(repeat=0), 7) == 0
     assert rows_per_epoch(SamplingRule(max_per_file=5), 0) == 0
 
 
