@@ -15,8 +15,9 @@ bytes of a valid sample:
 
 - Sub-folders whose name starts with ``.tmp-`` (unfinished atomic writes of this project) are
   not tasks; data_io would read them.
-- Inconsistent task folders (arrays of different lengths, spans outside ``tokens.npy``, token
-  count not equal to the span lengths) are errors; data_io copies garbage or crashes later.
+- Inconsistent task folders (arrays of different lengths, spans outside ``tokens.npy``, rows
+  not back to back as the tokenizer writes them, token count not equal to the span lengths)
+  are errors; data_io copies garbage or crashes later.
 - Task folders whose ``metadata.json`` records different tokenizers or framings (a re-tokenization
   with a new tokenizer that failed for some files) are an error: their token ids do not mean
   the same thing. Folders without these fields (data_io's) are not compared.
@@ -96,6 +97,7 @@ from hrm_assets.span_table import (
     filter_lengths,
     first_inconsistent_task,
     segment_sums,
+    span_layout_problem,
 )
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
@@ -402,7 +404,8 @@ def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
     (``count`` when the caller has read it from the ``tokens.npy`` header already).
 
     Errors (:class:`SamplingError`) name the file: a missing or non-integer array, arrays of
-    different lengths, negative values, a span past the end of ``tokens.npy``, or a
+    different lengths, negative values, a span past the end of ``tokens.npy``, rows that do
+    not lie back to back (overlapping or leaving gaps, :func:`span_layout_problem`), or a
     ``tokens.npy`` whose length is not the sum of all instruction and response lengths.
     """
     task_dir = Path(task_dir)
@@ -424,19 +427,11 @@ def load_spans(task_dir: Path, count: int | None = None) -> tuple[Spans, int]:
         described = ", ".join(f"{name}.npy={n}" for name, n in lengths.items())
         raise SamplingError(f"{task_dir}: span arrays have different lengths ({described})")
     spans = Spans(**arrays)
-    for kind in ("inst", "resp"):
-        ends = getattr(spans, f"{kind}_start") + getattr(spans, f"{kind}_len")
-        if len(ends) and int(ends.max()) > count:
-            row = int(np.argmax(ends > count))
-            raise SamplingError(
-                f"{task_dir}: row {row}: {kind} span ends at {int(ends[row])}, past the "
-                f"{count} tokens of tokens.npy"
-            )
-    spanned = int(spans.inst_len.sum()) + int(spans.resp_len.sum())
-    if spanned != count:
-        raise SamplingError(
-            f"{task_dir}: tokens.npy has {count} tokens but the spans cover {spanned}"
-        )
+    problem = span_layout_problem(
+        spans.inst_start, spans.inst_len, spans.resp_start, spans.resp_len, count
+    )
+    if problem is not None:
+        raise SamplingError(f"{task_dir}: {problem}")
     return spans, count
 
 
@@ -446,11 +441,13 @@ def read_span_table(
     """Every task's spans back to back (int64) and the bounds of each task's rows (task ``t``
     owns rows ``bounds[t]:bounds[t + 1]``), checked as :func:`load_spans` checks them.
 
-    The Rust core reads and checks plain arrays (the headers of ``numpy.save`` and of data_io's
+    The Rust core reads plain arrays (the headers of ``numpy.save`` and of data_io's
     ``ndarray-npy``), all tasks in one call (``rust_tokenizer/src/spans.rs``); anything else is
-    read here. The first task that fails
-    the checks is read again by :func:`load_spans`, whose error names its file.
-    ``on_tasks(n)`` is called as task folders are read.
+    read here. Every task is then checked against the layout rule of
+    :mod:`hrm_assets.span_table` (the one the tokenized asset checks apply; it covers the Rust
+    reader's own range and total checks, and also refuses overlapping spans whose lengths still
+    add up). The first task that fails is read again by :func:`load_spans`, whose error names
+    its file. ``on_tasks(n)`` is called as task folders are read.
     """
     reported = 0
 
@@ -464,9 +461,9 @@ def read_span_table(
         [str(task_dir) for task_dir in task_dirs], list(SPAN_FIELDS), counts, report
     )
     if read is None:
-        table, bounds, bad = _read_span_table_by_task(task_dirs, counts, report, skip=reported)
+        table, bounds = _read_span_table_by_task(task_dirs, counts, report, skip=reported)
     else:
-        columns, rows, bad = read
+        columns, rows, _ = read
         table = Spans(
             **{
                 name: np.frombuffer(column, dtype=np.int64)
@@ -474,6 +471,14 @@ def read_span_table(
             }
         )
         bounds = bounds_of(rows)
+    bad = first_inconsistent_task(
+        table.inst_start,
+        table.inst_len,
+        table.resp_start,
+        table.resp_len,
+        bounds,
+        np.asarray(counts, dtype=np.int64),
+    )
     if bad is not None:
         load_spans(task_dirs[bad], counts[bad])  # raises the task's own message
         raise SamplingError(f"{task_dirs[bad]}: inconsistent span arrays")
@@ -482,9 +487,9 @@ def read_span_table(
 
 def _read_span_table_by_task(
     task_dirs: list[Path], counts: list[int], report: Callable[[int], object], skip: int
-) -> tuple[Spans, np.ndarray, int | None]:
-    """:func:`read_span_table` for arrays of any header, a task at a time (``skip``: tasks
-    already reported as read); also returns the first inconsistent task."""
+) -> tuple[Spans, np.ndarray]:
+    """:func:`read_span_table`'s reading for arrays of any header, a task at a time (``skip``:
+    tasks already reported as read)."""
     parts: dict[str, list[np.ndarray]] = {name: [] for name in SPAN_FIELDS}
     rows = np.zeros(len(task_dirs), dtype=np.int64)
     for index, (task_dir, count) in enumerate(zip(task_dirs, counts, strict=True)):
@@ -497,22 +502,13 @@ def _read_span_table_by_task(
         rows[index] = len(arrays[0])
         if index >= skip:
             report(1)
-    bounds = bounds_of(rows)
     table = Spans(
         **{
             name: np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
             for name, arrays in parts.items()
         }
     )
-    bad = first_inconsistent_task(
-        table.inst_start,
-        table.inst_len,
-        table.resp_start,
-        table.resp_len,
-        bounds,
-        np.asarray(counts, dtype=np.int64),
-    )
-    return table, bounds, bad
+    return table, bounds_of(rows)
 
 
 # --------------------------------------------------------------------------- writing outputs

@@ -34,6 +34,54 @@ def segment_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return sums
 
 
+@dataclass(frozen=True)
+class RowFlags:
+    """Per row, which part of the layout rule (:func:`row_flags`) it breaks."""
+
+    out_of_range: np.ndarray  # a value negative or past the token count, or a span ending past it
+    detached: np.ndarray  # the response does not start right where the instruction ends
+    apart: np.ndarray  # the row does not start where the previous one ends (first row: at 0)
+
+    @property
+    def bad(self) -> np.ndarray:
+        return self.out_of_range | self.detached | self.apart
+
+
+def row_flags(
+    inst_start: np.ndarray,
+    inst_len: np.ndarray,
+    resp_start: np.ndarray,
+    resp_len: np.ndarray,
+    bounds: np.ndarray,
+    token_counts: np.ndarray,
+) -> RowFlags:
+    """The tokenized layout, row by row (int64 arrays; task ``t`` owns rows
+    ``bounds[t]:bounds[t + 1]`` and has ``token_counts[t]`` tokens).
+
+    A task's rows lie back to back in its ``tokens.npy``, as data_io's tokenizer writes them:
+    the first row starts at 0, each response right after its instruction, each row right
+    after the previous one. So spans neither overlap nor leave gaps, which a total alone (the
+    lengths summing to the token count) does not show.
+    """
+    limit = np.repeat(np.asarray(token_counts, dtype=np.int64), np.diff(bounds))
+    out_of_range = (inst_start < 0) | (inst_len < 0) | (resp_start < 0) | (resp_len < 0)
+    for values in (inst_start, inst_len, resp_start, resp_len):
+        out_of_range |= values > limit
+    # Sums are meaningful only where the values are in range (else they may wrap); those rows
+    # are out of range already.
+    inst_end = inst_start + inst_len
+    out_of_range |= (inst_end > limit) | (resp_start + resp_len > limit)
+    expected_start = np.zeros_like(inst_start)
+    expected_start[1:] = (resp_start + resp_len)[:-1]
+    firsts = np.asarray(bounds[:-1])[np.diff(bounds) > 0]
+    expected_start[firsts] = 0
+    return RowFlags(
+        out_of_range=out_of_range,
+        detached=resp_start != inst_end,
+        apart=inst_start != expected_start,
+    )
+
+
 def first_inconsistent_task(
     inst_start: np.ndarray,
     inst_len: np.ndarray,
@@ -42,24 +90,71 @@ def first_inconsistent_task(
     bounds: np.ndarray,
     token_counts: np.ndarray,
 ) -> int | None:
-    """The first task whose spans are not all within its ``tokens.npy`` (negative values,
-    values or span ends past its token count) or do not cover exactly its token count."""
-    limit = np.repeat(token_counts, np.diff(bounds))
-    bad = (inst_start < 0) | (inst_len < 0) | (resp_start < 0) | (resp_len < 0)
-    for values in (inst_start, inst_len, resp_start, resp_len):
-        bad |= values > limit
-    # Only meaningful where the values are in range (else they may wrap); those rows are bad.
-    bad |= inst_start + inst_len > limit
-    bad |= resp_start + resp_len > limit
+    """The first task whose rows break the layout (:func:`row_flags`) or do not cover exactly
+    its token count."""
+    flags = row_flags(inst_start, inst_len, resp_start, resp_len, bounds, token_counts)
     candidates = []
-    rows = np.flatnonzero(bad)
+    rows = np.flatnonzero(flags.bad)
     if len(rows):
         candidates.append(int(np.searchsorted(bounds, rows[0], side="right")) - 1)
     covered = segment_sums(inst_len, bounds) + segment_sums(resp_len, bounds)
-    mismatched = np.flatnonzero(covered != token_counts)
+    mismatched = np.flatnonzero(covered != np.asarray(token_counts, dtype=np.int64))
     if len(mismatched):
         candidates.append(int(mismatched[0]))
     return min(candidates) if candidates else None
+
+
+def span_layout_problem(
+    inst_start: np.ndarray,
+    inst_len: np.ndarray,
+    resp_start: np.ndarray,
+    resp_len: np.ndarray,
+    token_count: int,
+) -> str | None:
+    """What is wrong with one task's spans (int64, of equal lengths) against its
+    ``token_count`` tokens, as a message naming the first bad row; ``None`` when they follow
+    the layout (:func:`row_flags`) and cover exactly ``token_count`` tokens."""
+    bounds = bounds_of([len(inst_start)])
+    flags = row_flags(inst_start, inst_len, resp_start, resp_len, bounds, np.array([token_count]))
+    bad = np.flatnonzero(flags.bad)
+    if len(bad):
+        row = int(bad[0])
+        starts = {"inst": int(inst_start[row]), "resp": int(resp_start[row])}
+        lengths = {"inst": int(inst_len[row]), "resp": int(resp_len[row])}
+        if flags.out_of_range[row]:
+            for kind in ("inst", "resp"):
+                for name, value in (
+                    (f"{kind}_start", starts[kind]),
+                    (f"{kind}_len", lengths[kind]),
+                ):
+                    if value < 0:
+                        return f"row {row}: {name} is negative ({value})"
+            for kind in ("inst", "resp"):
+                end = starts[kind] + lengths[kind]
+                if end > token_count:
+                    return (
+                        f"row {row}: {kind} span ends at {end}, past the {token_count} tokens "
+                        f"of tokens.npy"
+                    )
+        if flags.detached[row]:
+            return (
+                f"row {row}: the response starts at {starts['resp']}, not where its "
+                f"instruction ends ({starts['inst'] + lengths['inst']})"
+            )
+        if row == 0:
+            return (
+                f"row 0: starts at {starts['inst']}, not at 0; rows lie back to back in tokens.npy"
+            )
+        previous_end = int(resp_start[row - 1] + resp_len[row - 1])
+        kind = "overlaps the previous row" if starts["inst"] < previous_end else "leaves a gap"
+        return (
+            f"row {row}: starts at {starts['inst']} but row {row - 1} ends at {previous_end} "
+            f"(it {kind}); rows lie back to back in tokens.npy"
+        )
+    covered = int(inst_len.sum()) + int(resp_len.sum())
+    if covered != token_count:
+        return f"tokens.npy has {token_count} tokens but the spans cover {covered}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -93,8 +93,11 @@ def _check_spans(report: CheckReport, label: str, spans: dict, token_count: int)
 
 
 def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
-    """Spans inside ``tokens.npy``, ids below the vocabulary, row count as recorded, dtypes."""
+    """Spans laid out as the tokenizer writes them (:func:`hrm_assets.span_table.
+    span_layout_problem`), ids below the vocabulary, row count as recorded, dtypes."""
     import numpy as np
+
+    from hrm_assets.span_table import span_layout_problem
 
     folder = Path(folder)
     report = CheckReport()
@@ -110,17 +113,20 @@ def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     for name, array in spans.items():
         if array.dtype != np.dtype("<u8"):
             report.problem(f"{folder.name}: {name}.npy has dtype {array.dtype}, expected <u8")
-    _check_spans(report, folder.name, spans, len(tokens))
+    lengths = {name: len(array) for name, array in spans.items()}
+    if len(set(lengths.values())) != 1:
+        report.problem(f"{folder.name}: span arrays differ in length {lengths}")
+    else:
+        # The sampler's rule (rows back to back, within and covering tokens.npy), one copy.
+        problem = span_layout_problem(
+            *(np.asarray(spans[name]).astype(np.int64, copy=False) for name in SPAN_ARRAYS),
+            len(tokens),
+        )
+        if problem is not None:
+            report.problem(f"{folder.name}: {problem}")
     rows = len(spans["inst_start"])
     if "rows" in metadata and metadata["rows"] != rows:
         report.problem(f"{folder.name}: {rows} rows but metadata.json records {metadata['rows']}")
-    span_tokens = int(np.sum(spans["inst_len"], dtype=np.uint64)) + int(
-        np.sum(spans["resp_len"], dtype=np.uint64)
-    )
-    if span_tokens != len(tokens):
-        report.problem(
-            f"{folder.name}: spans cover {span_tokens} tokens, tokens.npy has {len(tokens)}"
-        )
     max_id = int(tokens.max()) if len(tokens) else 0
     if len(tokens) and max_id >= vocab_size:
         report.problem(f"{folder.name}: token id {max_id} >= vocab size {vocab_size}")

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import REPO_ROOT
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
@@ -22,6 +23,8 @@ from hrm_assets import sample
 from hrm_assets.atomic import exclusive_lock, shared_lock
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
+from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.validation import check_tokenized_folder
 
 
 def _modes(root: Path) -> dict[str, str]:
@@ -185,3 +188,34 @@ def test_the_budget_names_what_runs_out_first():
 
 
 RULE_B = PrefixRule(prefix="b", repeat=3)
+
+
+# --------------------------------------------------------------------------- span consistency
+
+
+def test_overlapping_spans_with_the_right_total_are_refused_by_the_sampler_and_the_check(
+    tmp_path,
+):
+    # Row 1 of a task moved back into row 0: every span inside tokens.npy, the lengths still
+    # adding up to its token count. The sampler took it unless hrm-verify ran first.
+    tokenized = write_tokenized(tmp_path / "tok", {"a.jsonl": [(5, 4), (6, 3), (2, 2)]})
+    task = tokenized / "a.jsonl"
+    for name in ("inst_start", "resp_start"):
+        starts = np.load(task / f"{name}.npy")
+        starts[1] -= 2
+        np.save(task / f"{name}.npy", starts)
+    (task / "metadata.json").write_text("{}")
+    expected = (
+        "row 1: starts at 7 but row 0 ends at 9 (it overlaps the previous row); rows lie back "
+        "to back in tokens.npy"
+    )
+    config = make_config(
+        tokenized_path=tokenized,
+        output_path=tmp_path / "sampled",
+        prefix_config_path=write_rules(tmp_path / "rules.yaml", []),
+    )
+    with pytest.raises(SamplingError) as raised:
+        sample_tokenized(config)
+    assert str(raised.value) == f"{task}: {expected}"
+    assert check_tokenized_folder(task, 1000).problems == [f"a.jsonl: {expected}"]
+    assert not config.output_path.exists()

@@ -403,10 +403,7 @@ def _span_tables(task_dirs, counts):
     each reported as read."""
     rust_seen, python_seen = [], []
     rust = sampling.read_span_table(task_dirs, counts, rust_seen.append)
-    table, bounds, bad = sampling._read_span_table_by_task(
-        task_dirs, counts, python_seen.append, skip=0
-    )
-    assert bad is None
+    table, bounds = sampling._read_span_table_by_task(task_dirs, counts, python_seen.append, skip=0)
     assert sum(rust_seen) == sum(python_seen) == len(task_dirs)
     return rust, (table, bounds)
 
@@ -917,6 +914,18 @@ def _corrupt(kind: str, config: SamplingConfig) -> str:
         starts[-1] += 1
         np.save(task / "resp_start.npy", starts)
         return "past the"
+    if kind == "overlapping-spans":
+        # Row 1 moved back one token: the lengths still add up to the token count.
+        for name in ("inst_start", "resp_start"):
+            starts = np.load(task / f"{name}.npy")
+            starts[1] -= 1
+            np.save(task / f"{name}.npy", starts)
+        return "row 1: starts at"
+    if kind == "detached-response":
+        starts = np.load(task / "resp_start.npy")
+        starts[0] += 1
+        np.save(task / "resp_start.npy", starts)
+        return "row 0: the response starts at"
     if kind == "negative":
         np.save(task / "inst_start.npy", np.array([0, -1, 2, 3], dtype=np.int64))
         return "negative"
@@ -965,6 +974,8 @@ BAD_KINDS = [
     "mismatched-lengths",
     "token-count",
     "span-past-end",
+    "overlapping-spans",
+    "detached-response",
     "negative",
     "uint64-past-int64",
     "missing-prefix-config",
