@@ -10,9 +10,10 @@ timestamps, so equal arrays give equal bytes)::
      "format": "hrm-data-manifest/1"}
 
 The listed files are the folder's ``.npy`` arrays (``epoch_N/`` ones included, as POSIX
-relative paths) and, in a sampled folder, the files of its ``tokenizer/``. ``metadata.json``
-is not listed: the tokenizer refreshes its ``source_mtime`` in place when a touched but
-unchanged file is skipped.
+relative paths) and, in a sampled folder, everything else HRM-Text reads: ``metadata.json``
+(its ``tokenizer_info.vocab_size`` decides the token dtype) and the files of ``tokenizer/``.
+A tokenized folder's ``metadata.json`` is not listed: HRM-Text never reads it, and the
+tokenizer refreshes its ``source_mtime`` in place when a touched but unchanged file is skipped.
 
 :func:`verify_folder` recomputes a manifest; ``hrm-verify`` and the ``manifest_valid`` asset
 checks call it.
@@ -31,6 +32,9 @@ from hrm_assets.layout import is_hidden
 MANIFEST_FILE: str = _tokenizer.MANIFEST_FILE
 MANIFEST_FORMAT: str = _tokenizer.MANIFEST_FORMAT
 ARRAY_SUFFIX = ".npy"
+# What HRM-Text reads from a sampled folder besides the arrays, so what its manifest must list.
+SAMPLED_METADATA_FILE = "metadata.json"
+EPOCH_PREFIX = "epoch_"
 
 
 class ManifestError(ValueError):
@@ -122,9 +126,11 @@ class VerifyReport:
 def verify_folder(folder: Path) -> VerifyReport:
     """Recompute the manifest of ``folder`` and compare.
 
-    Problems: no or unreadable manifest, a listed array missing, of another size or another
-    SHA-256, and an array present but not listed (a stale ``epoch_N``, a stray file). Each
-    message names the file.
+    Problems: no or unreadable manifest, a listed file missing, of another size or another
+    SHA-256, an array present but not listed (a stale ``epoch_N``, a stray file), and a sampled
+    folder (one with ``epoch_N`` arrays) whose manifest does not list its ``metadata.json``
+    (written by an older hrm-sample: nothing would notice it deleted or edited). Each message
+    names the file.
     """
     folder = Path(folder)
     report = VerifyReport(folder=folder)
@@ -156,7 +162,14 @@ def verify_folder(folder: Path) -> VerifyReport:
             report.problems.append(
                 f"{path}: SHA-256 {digest} differs from {MANIFEST_FILE} ({expected['sha256']})"
             )
-    for name in array_files(folder):
+    arrays = array_files(folder)
+    for name in arrays:
         if name not in listed:
             report.problems.append(f"{folder / name}: not listed in {MANIFEST_FILE}")
+    sampled = any(name.startswith(EPOCH_PREFIX) for name in [*listed, *arrays])
+    if sampled and SAMPLED_METADATA_FILE not in listed:
+        report.problems.append(
+            f"{folder / SAMPLED_METADATA_FILE}: HRM-Text reads it but {MANIFEST_FILE} does not "
+            f"list it (made by an older hrm-sample: sample again)"
+        )
     return report

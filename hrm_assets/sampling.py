@@ -26,8 +26,9 @@ bytes of a valid sample:
   untouched. The price is room for the old and the new output at once while the new one is
   built (on ``/dev/shm`` that is RAM). A folder holding anything but a sampled output is
   refused rather than replaced.
-- The output also holds ``manifest.json`` (size and SHA-256 of every array and tokenizer file,
-  written before the rename; ``hrm_assets.manifest``), which HRM-Text does not read, and a
+- The output also holds ``manifest.json`` (size and SHA-256 of every file HRM-Text reads: the
+  arrays, ``metadata.json`` and the tokenizer files, written before the rename;
+  ``hrm_assets.manifest``), which HRM-Text does not read, and a
   ``tokenizer/`` folder that ``transformers.AutoTokenizer.from_pretrained`` loads, for HRM-Text's
   inference and export (``hrm_assets.sampled_tokenizer``; left out, with a warning, when the
   tokenizer ``tokenizer_info.json`` names is not found or is not the one tokenization used).
@@ -41,6 +42,7 @@ rule is applied before truncation, as in data_io). Such rows are counted per tas
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -884,8 +886,14 @@ def sample_tokenized(
                 max_seq_len=config.context_size,
                 total_length=int(round(total / config.epochs)),
             )
-            (staged / METADATA_FILE).write_bytes(metadata.model_dump_json().encode("utf-8"))
+            metadata_bytes = metadata.model_dump_json().encode("utf-8")
+            (staged / METADATA_FILE).write_bytes(metadata_bytes)
             _fsync_file(staged / METADATA_FILE)
+            # HRM-Text reads it (the token dtype comes from its vocab_size): listed too.
+            entries[METADATA_FILE] = {
+                "sha256": hashlib.sha256(metadata_bytes).hexdigest(),
+                "size": len(metadata_bytes),
+            }
             if tokenizer.tokenizer_json is not None:
                 entries.update(
                     write_tokenizer_folder(

@@ -1,10 +1,16 @@
 """Check output folders against their ``manifest.json``: ``python -m hrm_assets.verify PATH...``
 (console script ``hrm-verify``).
 
-A PATH holding ``manifest.json`` or ``.npy`` arrays is one output folder (a tokenized file's
-folder, a sampled folder). Any other directory is a root of outputs (a tokenized root, a folder
-of sampled outputs): each of its non-hidden sub-folders is verified, and one without a manifest
-fails.
+What it checks: the folders hrm-data writes arrays into, each with a ``manifest.json`` that
+lists every array's size and SHA-256 (a tokenized file's folder, a sampled folder). It
+recomputes them and reports a missing, resized, altered or unlisted array.
+
+A PATH holding ``manifest.json`` or ``.npy`` arrays is one output folder. Any other directory
+is a root of outputs (a tokenized root, a folder of sampled outputs): each of its sub-folders
+is verified, and one without a manifest fails. The cleaned folder is neither: its JSONL and
+Parquet files are data_io's format, with no manifest (their rows are checked by the cleaned
+assets' ``rows_valid`` check), so a root that holds cleaned files and no output is reported
+once, as such, not as a missing manifest per sub-folder.
 
 Prints one line per folder (``ok`` or ``FAIL`` and the problems, each naming the file) and a
 summary. Exit status: 0 when every folder is intact, 1 when any is not (or a PATH is missing or
@@ -19,9 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.atomic import TMP_PREFIX
+from hrm_assets.layout import is_cleaned_name
 from hrm_assets.manifest import MANIFEST_FILE, VerifyReport, verify_folder
 
 PROG = "hrm-verify"
+
+
+def is_output_folder(path: Path) -> bool:
+    """A folder hrm-data wrote arrays into: it has a manifest, or arrays directly in it."""
+    return (path / MANIFEST_FILE).is_file() or any(path.glob("*.npy"))
 
 
 def output_folders(path: Path) -> list[Path]:
@@ -29,12 +41,32 @@ def output_folders(path: Path) -> list[Path]:
     directly in it, whose manifest is then reported missing), else its sub-folders (hidden ones
     too, such as the output of a hidden cleaned file; not ``.tmp-`` leftovers)."""
     path = Path(path)
-    if not path.is_dir() or (path / MANIFEST_FILE).is_file() or any(path.glob("*.npy")):
+    if not path.is_dir() or is_output_folder(path):
         return [path]
     return sorted(
         entry
         for entry in path.iterdir()
         if entry.is_dir() and not entry.name.startswith(TMP_PREFIX)
+    )
+
+
+def is_cleaned_tree(path: Path) -> bool:
+    """Whether a tree holds cleaned files (``.jsonl``/``.parquet``) and nothing hrm-verify
+    checks (no manifest, no array anywhere in it)."""
+    names = [entry.name for entry in Path(path).rglob("*") if entry.is_file()]
+    outputs = any(name == MANIFEST_FILE or name.endswith(".npy") for name in names)
+    return not outputs and any(is_cleaned_name(name) for name in names)
+
+
+def not_an_output_root(path: Path) -> str | None:
+    """Why ``path`` is not for hrm-verify when it is a cleaned folder; None otherwise."""
+    if not is_cleaned_tree(path):
+        return None
+    return (
+        f"{path}: cleaned files (JSONL/Parquet), not tokenized or sampled outputs. They have no "
+        f"{MANIFEST_FILE} (data_io's format); their rows are checked by the cleaned assets' "
+        "rows_valid check. hrm-verify checks tokenized and sampled folders, e.g. "
+        "`hrm-verify data/tokenized data/sampled/local`"
     )
 
 
@@ -47,6 +79,11 @@ def verify_paths(paths: Sequence[Path]) -> list[VerifyReport]:
             empty = VerifyReport(folder=Path(path))
             empty.problems.append(f"{path}: no {MANIFEST_FILE} and no output folders in it")
             reports.append(empty)
+            continue
+        reason = not_an_output_root(Path(path))
+        if reason is not None:
+            reports.append(VerifyReport(folder=Path(path), problems=[reason]))
+            continue
         reports.extend(verify_folder(folder) for folder in folders)
     return reports
 
@@ -61,7 +98,7 @@ def _size(count: int) -> str:
 
 def render(report: VerifyReport) -> str:
     if report.ok:
-        return f"ok    {report.folder} ({report.files} arrays, {_size(report.bytes)})"
+        return f"ok    {report.folder} ({report.files} files, {_size(report.bytes)})"
     lines = [f"FAIL  {report.folder}"]
     lines += [f"      {problem}" for problem in report.problems]
     return "\n".join(lines)
@@ -71,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Recompute the manifest.json of hrm-data output folders (sizes and SHA-256 "
-        "of every array) and report any difference.",
+        "of every array, and of what else HRM-Text reads) and report any difference.",
     )
     parser.add_argument(
         "paths",

@@ -154,6 +154,7 @@ def test_sampled_manifest_lists_every_array_and_is_deterministic(tmp_path, monke
     out = tmp_path / "a"
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.npy"))
     assert len(names) == 1 + 3 * 4
+    names.append("metadata.json")  # HRM-Text reads it too (issue 16)
     assert (out / MANIFEST_FILE).read_bytes() == independent_manifest(out, names)
     assert verify_folder(out).ok
 
@@ -225,7 +226,7 @@ def test_verify_names_the_damaged_file_and_exits_1(tmp_path, capsys, kind):
     out = tmp_path / "sampled"
     assert verify.main([str(out)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.startswith(f"ok    {out} (13 arrays, ")
+    assert captured.out.startswith(f"ok    {out} (14 files, ")
     assert "1 of 1 folder(s) intact" in captured.err
 
     expected = _damage(kind, out)

@@ -241,7 +241,12 @@ def test_resampling_with_fewer_epochs_leaves_no_stale_epoch(tmp_path, capsys):
     capsys.readouterr()
     assert sorted(p.name for p in out.glob("epoch_*")) == ["epoch_0", "epoch_1"]
     listed = json.loads((out / MANIFEST_FILE).read_text())["files"]
-    assert sorted({name.split("/")[0] for name in listed}) == ["epoch_0", "epoch_1", "tokens.npy"]
+    assert sorted({name.split("/")[0] for name in listed}) == [
+        "epoch_0",
+        "epoch_1",
+        "metadata.json",
+        "tokens.npy",
+    ]
     assert verify.main([str(out)]) == 0
     # A stale epoch_k put back by hand is caught by verify (it is not in the manifest).
     (out / "epoch_5").mkdir()

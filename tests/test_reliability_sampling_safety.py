@@ -4,6 +4,7 @@ verify covering what HRM-Text reads, strict sampling rules, spans checked by the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -19,9 +20,10 @@ from conftest import REPO_ROOT
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import sample
+from hrm_assets import sample, verify
 from hrm_assets.atomic import exclusive_lock, shared_lock
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
+from hrm_assets.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
 from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
 from hrm_assets.validation import check_tokenized_folder
@@ -219,3 +221,56 @@ def test_overlapping_spans_with_the_right_total_are_refused_by_the_sampler_and_t
     assert str(raised.value) == f"{task}: {expected}"
     assert check_tokenized_folder(task, 1000).problems == [f"a.jsonl: {expected}"]
     assert not config.output_path.exists()
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def _sampled_for_verify(tmp_path: Path) -> Path:
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    out = tmp_path / "sampled"
+    sample_tokenized(
+        make_config(
+            tokenized_path=tokenized,
+            output_path=out,
+            prefix_config_path=write_rules(tmp_path / "rules.yaml", MIXED_RULES),
+            epochs=2,
+        )
+    )
+    assert verify.main([str(out)]) == 0
+    return out
+
+
+def _edit_vocab_size(out: Path) -> str:
+    # HRM-Text picks the token dtype from it: 100,000 would read uint16 tokens as int32.
+    metadata = json.loads((out / "metadata.json").read_text())
+    metadata["tokenizer_info"]["vocab_size"] = 100_000
+    (out / "metadata.json").write_text(json.dumps(metadata))
+    return "metadata.json: "
+
+
+def _unlist_metadata(out: Path) -> str:
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    del manifest["files"]["metadata.json"]
+    (out / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
+    return "metadata.json: HRM-Text reads it but manifest.json does not list it (made by an older"
+
+
+HRM_TEXT_READS = {
+    "deleted-metadata": lambda out: (
+        (out / "metadata.json").unlink() or "metadata.json: listed in manifest.json but missing"
+    ),
+    "edited-vocab-size": _edit_vocab_size,
+    "manifest-of-an-older-sampler": _unlist_metadata,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HRM_TEXT_READS))
+def test_verify_covers_the_metadata_hrm_text_reads(tmp_path, capsys, kind):
+    out = _sampled_for_verify(tmp_path)
+    capsys.readouterr()
+    expected = HRM_TEXT_READS[kind](out)
+    assert verify.main([str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert f"{out / expected}" in printed, printed
+    assert not verify_folder(out).ok

@@ -206,14 +206,15 @@ def reference_sample(
 
 
 def write_reference_manifest(out: Path) -> None:
-    """hrm-data's addition to data_io's folder (issue 6), written here independently:
-    ``manifest.json`` with the size and SHA-256 of every ``.npy``, compact, keys sorted."""
+    """hrm-data's addition to data_io's folder (issues 6 and 16), written here independently:
+    ``manifest.json`` with the size and SHA-256 of every ``.npy`` and of ``metadata.json``,
+    compact, keys sorted."""
     files = {
         path.relative_to(out).as_posix(): {
             "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "size": path.stat().st_size,
         }
-        for path in sorted(out.rglob("*.npy"))
+        for path in sorted([*out.rglob("*.npy"), out / "metadata.json"])
     }
     manifest = {"files": files, "format": "hrm-data-manifest/1"}
     (out / "manifest.json").write_bytes(
