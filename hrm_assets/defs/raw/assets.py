@@ -10,11 +10,21 @@ from hrm_assets.raw_versions import observe_raw
 from hrm_assets.sources import SOURCES, SourceSpec
 
 
-def build_raw_asset(spec: SourceSpec) -> dg.SourceAsset:
-    @dg.observable_source_asset(
-        key=raw_key(spec.name),
-        group_name=RAW_PREFIX,
-        description=f"Raw {spec.name}: {spec.layout.describe(spec)}",
+def build_raw_asset(spec: SourceSpec) -> dg.AssetsDefinition:
+    # An observable AssetsDefinition rather than @observable_source_asset's SourceAsset: Dagster
+    # converts each SourceAsset into one whenever it builds the asset graph, and reads the
+    # deprecated OpDefinition.version in doing so (a DeprecationWarning per source, every load).
+    key = raw_key(spec.name)
+
+    @dg.multi_observable_source_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            dg.AssetSpec(
+                key,
+                group_name=RAW_PREFIX,
+                description=f"Raw {spec.name}: {spec.layout.describe(spec)}",
+            )
+        ],
     )
     def raw(context, data_paths: DataPaths) -> dg.ObserveResult:
         observation = observe_raw(spec, data_paths.raw_path)
@@ -24,7 +34,9 @@ def build_raw_asset(spec: SourceSpec) -> dg.SourceAsset:
         metadata["bytes"] = observation.bytes
         if observation.problem:
             metadata["problem"] = observation.problem
-        return dg.ObserveResult(data_version=dg.DataVersion(observation.version), metadata=metadata)
+        return dg.ObserveResult(
+            asset_key=key, data_version=dg.DataVersion(observation.version), metadata=metadata
+        )
 
     return raw
 
