@@ -92,10 +92,10 @@ class Encoder:
         (``syncfs``) for every staged folder before they are renamed into place.
 
         ``jobs`` are ``(input_path, output_dir, metadata_json)``. Returns one item per job, in
-        order: ``{"rows", "tokens", "text_bytes", "nulls"}`` (files of a batch share their encoding time,
-        so there is no per-file ``seconds``), or the exception it raised (returned, not raised, so
-        one bad file does not hide the others). ``progress(bytes)`` receives the input bytes of
-        finished files, at most every 200 ms and once at the end.
+        order: ``{"rows", "tokens", "text_bytes", "nulls"}`` (files of a batch share their
+        encoding time, so there is no per-file ``seconds``), or the exception it raised
+        (returned, not raised, so one bad file does not hide the others). ``progress(bytes)``
+        receives the input bytes of finished files, at most every 200 ms and once at the end.
         """
 
 def concatenate_token_arrays(
@@ -134,8 +134,9 @@ def read_span_columns(
     """Every folder's ``<field>.npy`` (the four span fields), back to back as int64 bytes,
     checked against each folder's token count; returns ``(columns, rows per folder, first
     inconsistent folder or None)``, or None when a file is not a plain 1-D array (as
-    ``numpy.save`` or data_io's ``ndarray-npy`` write them) or a folder's arrays differ in length (read those some other way). ``progress(folders)`` is
-    called at most every 200 ms and once at the end."""
+    ``numpy.save`` or data_io's ``ndarray-npy`` write them) or a folder's arrays differ in
+    length (read those some other way). ``progress(folders)`` is called at most every 200 ms
+    and once at the end."""
 
 def write_epoch_arrays(
     output_dir: str | PathLike[str],
