@@ -24,8 +24,10 @@ bytes of a valid sample:
 - The output folder is replaced atomically (data_io writes into it in place): no stale
   ``epoch_N`` survives a run with fewer epochs, and a failed run leaves the previous output
   untouched. The price is room for the old and the new output at once while the new one is
-  built (on ``/dev/shm`` that is RAM). A folder holding anything but a sampled output is
-  refused rather than replaced.
+  built (on ``/dev/shm`` that is RAM). Only an empty folder or one whose manifest lists all
+  it holds, at any depth, is replaced; anything else is named in an error
+  (``hrm_assets.sampled_output``), including a folder data_io wrote. A symlinked
+  ``output_path`` is written through, the link kept.
 - The output also holds ``manifest.json`` (size and SHA-256 of every file HRM-Text reads: the
   arrays, ``metadata.json`` and the tokenizer files, written before the rename;
   ``hrm_assets.manifest``), which HRM-Text does not read, and a
@@ -45,7 +47,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -88,6 +89,7 @@ from hrm_assets.sampled_arrays import (
     TokenSource,
     concatenate_tokens,
 )
+from hrm_assets.sampled_output import output_target, unproven_paths
 from hrm_assets.sampled_tokenizer import (
     TOKENIZER_DIR,
     TokenizerFolderError,
@@ -107,7 +109,6 @@ TOKENS_FILE = "tokens.npy"
 METADATA_FILE = "metadata.json"
 TOKENIZER_INFO_FILE = "tokenizer_info.json"
 GLOBAL_CATEGORY = "GLOBAL"
-EPOCH_DIR_PATTERN = re.compile(r"epoch_\d+")
 
 Warn = Callable[[str], None]
 
@@ -527,32 +528,36 @@ def _fsync_file(path: Path) -> None:
 # --------------------------------------------------------------------------- sampling
 
 
-def _check_output_path(config: SamplingConfig) -> None:
-    """Refuse to replace a folder that is not a sampled output, or to nest in the inputs."""
-    output = config.output_path.absolute()
-    tokenized = config.tokenized_path.absolute()
+def _check_output_path(config: SamplingConfig) -> Path:
+    """The folder to write (``output_path`` through any symlink,
+    :func:`hrm_assets.sampled_output.output_target`), refused when it nests with the inputs,
+    is not a folder, or holds anything the sampler cannot prove it wrote."""
+    output = output_target(config.output_path)
+    tokenized = output_target(config.tokenized_path)
     if output == tokenized or tokenized in output.parents or output in tokenized.parents:
         raise SamplingError(
             f"output_path {output} and tokenized_path {tokenized} must not contain each other"
         )
     if output.exists() and not output.is_dir():
         raise SamplingError(f"{output}: output_path exists and is not a directory")
-    if output.is_dir():
-        foreign = sorted(
-            entry.name
-            for entry in output.iterdir()
-            if entry.name not in (TOKENS_FILE, METADATA_FILE, MANIFEST_FILE)
-            and not (
-                entry.is_dir()
-                and (EPOCH_DIR_PATTERN.fullmatch(entry.name) or entry.name == TOKENIZER_DIR)
-            )
+    _refuse_unproven(output)
+    return output
+
+
+def _refuse_unproven(output: Path) -> None:
+    """Refuse to replace ``output`` while it holds paths that are not a sampled output's."""
+    if not output.is_dir():
+        return
+    foreign = unproven_paths(output)
+    if foreign:
+        shown = ", ".join(str(path) for path in foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
         )
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise SamplingError(
-                f"{output}: output_path holds files that are not a sampled output ({shown}); "
-                f"it would be replaced as a whole, so choose an empty or sampled folder"
-            )
+        raise SamplingError(
+            f"{output}: output_path holds what is not a sampled output (not listed in its "
+            f"{MANIFEST_FILE}): {shown}; the output is replaced as a whole, so move them away "
+            f"or choose an empty or sampled folder"
+        )
 
 
 def _exclusive_output(output: Path) -> contextlib.ExitStack:
@@ -793,7 +798,7 @@ def sample_tokenized(
         rules = load_prefix_rules(config.prefix_config_path)
     except PrefixConfigError as exc:
         raise SamplingError(str(exc)) from None
-    _check_output_path(config)
+    output = _check_output_path(config)
     task_dirs = task_directories(config.tokenized_path)
     if not task_dirs:
         raise SamplingError(f"{config.tokenized_path}: no task folders to sample from")
@@ -825,7 +830,6 @@ def sample_tokenized(
         TokenSource(task_dir / TOKENS_FILE, *npy_layout(task_dir / TOKENS_FILE))
         for task_dir in task_dirs
     ]
-    output = config.output_path.absolute()
     with _exclusive_output(output):
         # Staged or retired copies of this output can only be left by killed runs: every run
         # holds this lock while it has them.
@@ -906,6 +910,9 @@ def sample_tokenized(
             manifest = {"files": dict(sorted(entries.items())), "format": MANIFEST_FORMAT}
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
+            # Checked again as late as possible: anything put into the old output while this
+            # run worked is refused too, not replaced.
+            _refuse_unproven(output)
 
     by_category: dict[str, list[CoverageStats]] = {}
     for report in reports:

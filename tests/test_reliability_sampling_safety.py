@@ -20,7 +20,7 @@ from conftest import REPO_ROOT
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import sample, verify
+from hrm_assets import sample, sampling, verify
 from hrm_assets.atomic import exclusive_lock, shared_lock
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
@@ -274,3 +274,148 @@ def test_verify_covers_the_metadata_hrm_text_reads(tmp_path, capsys, kind):
     printed = capsys.readouterr().out
     assert f"{out / expected}" in printed, printed
     assert not verify_folder(out).ok
+
+
+# --------------------------------------------------------------------------- ownership
+
+
+def _sampled_once(tmp_path: Path, **values) -> tuple[dict, Path]:
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    base = dict(
+        tokenized_path=tokenized,
+        output_path=tmp_path / "sampled",
+        prefix_config_path=write_rules(tmp_path / "rules.yaml", MIXED_RULES),
+        epochs=2,
+        **values,
+    )
+    sample_tokenized(make_config(**base))
+    return base, tmp_path / "sampled"
+
+
+def _user_file_in_an_epoch(out: Path) -> Path:
+    (out / "epoch_7").mkdir()
+    (out / "epoch_7" / "notes.txt").write_text("mine")
+    return out / "epoch_7"  # the folder is named: nothing proves any of it ours
+
+
+def _user_file_beside_listed_arrays(out: Path) -> Path:
+    (out / "epoch_1" / "notes.txt").write_text("mine")
+    return out / "epoch_1" / "notes.txt"
+
+
+def _user_symlink(out: Path) -> Path:
+    (out / "data").symlink_to(out.parent / "tok")
+    return out / "data"
+
+
+def _array_replaced_by_a_link(out: Path) -> Path:
+    target = out / "epoch_0" / "inst_len.npy"
+    kept = out.parent / "kept.npy"
+    target.rename(kept)
+    target.symlink_to(kept)
+    return target
+
+
+def _written_by_data_io(out: Path) -> Path:
+    (out / "manifest.json").unlink()  # data_io's folder: the same files, no manifest
+    return out / "epoch_0"
+
+
+FOREIGN = {
+    "user-file-in-an-unlisted-epoch": _user_file_in_an_epoch,
+    "user-file-beside-listed-arrays": _user_file_beside_listed_arrays,
+    "user-symlink": _user_symlink,
+    "listed-array-now-a-symlink": _array_replaced_by_a_link,
+    "folder-without-manifest": _written_by_data_io,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FOREIGN))
+def test_the_sampler_replaces_only_what_it_can_prove_it_wrote(tmp_path, kind):
+    base, out = _sampled_once(tmp_path)
+    named = FOREIGN[kind](out)
+    before = _tree(out)
+    with pytest.raises(SamplingError) as raised:
+        sample_tokenized(make_config(**{**base, "seed": 7}))
+    assert str(raised.value).startswith(f"{out}: output_path holds what is not a sampled output")
+    assert str(named) in str(raised.value)
+    assert _tree(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_something_put_into_the_output_during_a_run_is_refused_not_deleted(tmp_path, monkeypatch):
+    base, out = _sampled_once(tmp_path)
+    real_draw = sampling.draw_epochs
+
+    def draw_while_a_user_writes(*args, **kwargs):
+        _user_file_beside_listed_arrays(out)
+        return real_draw(*args, **kwargs)
+
+    monkeypatch.setattr(sampling, "draw_epochs", draw_while_a_user_writes)
+    with pytest.raises(SamplingError, match=re.escape(str(out / "epoch_1" / "notes.txt"))):
+        sample_tokenized(make_config(**{**base, "seed": 7}))
+    assert (out / "epoch_1" / "notes.txt").read_text() == "mine"
+    assert verify_folder(out).problems == []  # the previous output, as it was (plus the note)
+
+
+def test_an_empty_folder_and_an_earlier_output_are_replaced(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
+    out = tmp_path / "sampled"
+    out.mkdir()
+    config = make_config(tokenized_path=tokenized, output_path=out, prefix_config_path=rules)
+    sample_tokenized(config.model_copy(update={"epochs": 3}))
+    # An output of an older hrm-sample (metadata.json not in its manifest) is still ours.
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    del manifest["files"]["metadata.json"]
+    (out / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
+    sample_tokenized(config.model_copy(update={"epochs": 2}))
+    assert sorted(p.name for p in out.glob("epoch_*")) == ["epoch_0", "epoch_1"]
+    assert verify_folder(out).ok
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlinked_output_path_is_written_through(tmp_path, dangling):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
+    real = tmp_path / "shm" / "real"
+    link = tmp_path / "sampled"
+    link.symlink_to(real, target_is_directory=True)
+    config = make_config(tokenized_path=tokenized, output_path=link, prefix_config_path=rules)
+    if not dangling:
+        sample_tokenized(config.model_copy(update={"epochs": 3}))
+    result = sample_tokenized(config.model_copy(update={"epochs": 2}))
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert result.output_path == real
+    assert sorted(p.name for p in real.glob("epoch_*")) == ["epoch_0", "epoch_1"]
+    assert verify_folder(link).ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.yaml", "sampled", "shm", "tok"]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["real"]
+
+
+def test_a_symlink_into_the_tokenized_root_is_refused(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    link = tmp_path / "sampled"
+    link.symlink_to(tokenized / "inside", target_is_directory=True)
+    config = make_config(
+        tokenized_path=tokenized,
+        output_path=link,
+        prefix_config_path=write_rules(tmp_path / "rules.yaml", []),
+    )
+    with pytest.raises(SamplingError, match="must not contain each other"):
+        sample_tokenized(config)
+    assert not (tokenized / "inside").exists()
+
+
+def _tree(root: Path) -> dict[str, bytes | str]:
+    """Every path under ``root``: a file's bytes, a link's target, ``dir`` for a folder."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        name = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[name] = f"-> {os.readlink(path)}"
+        elif path.is_dir():
+            found[name] = "dir"
+        else:
+            found[name] = path.read_bytes()
+    return found
