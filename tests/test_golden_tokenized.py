@@ -64,8 +64,9 @@ def data_io_files(root: Path) -> dict[str, str]:
 
 
 def stage_inputs(tmp_path: Path) -> Path:
-    """The golden inputs as data_io read them: with the symlinks git does not keep for us (a
-    linked file and a linked folder, both skipped by data_io) and the custom tokenizer folder."""
+    """The golden inputs as data_io read them, with what is made here rather than committed
+    (not every checkout keeps it): a linked file and a linked folder (both skipped by data_io)
+    and the custom tokenizer folder."""
     stage = tmp_path / "stage"
     shutil.copytree(INPUT, stage)
     (stage / "cleaned" / "linked.jsonl").symlink_to("gsm8k_train.jsonl")
