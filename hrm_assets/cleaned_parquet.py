@@ -4,8 +4,8 @@
 data_io holds a whole file's columns as Python lists and writes them in one call. The bytes
 follow from what pyarrow decides on the way, which a streaming writer must reproduce:
 
-- **Row groups.** ``write_table`` cuts the table every :data:`ROW_GROUP_ROWS` rows (pyarrow's
-  default row group size: 1,048,576 rows since pyarrow 15).
+- **Row groups.** ``write_table`` cuts the table every :func:`pyarrow_row_group_rows` rows
+  (pyarrow's default row group size: 1,048,576 rows since pyarrow 15).
 - **Arrow chunks.** ``pa.array`` of a list of strings starts a new chunk before a value that
   would take the chunk's text over :data:`CHUNK_TEXT_LIMIT` bytes (2 GiB - 2), separately in
   each column (:func:`chunk_starts`).
@@ -30,6 +30,7 @@ memory, and so neither do the bytes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
@@ -45,14 +46,16 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 
-def _pyarrow_row_group_rows() -> int:
+@functools.cache
+def pyarrow_row_group_rows() -> int:
+    """The row group size of ``write_table(row_group_size=None)``: 1,048,576 rows since
+    pyarrow 15. Read from pyarrow (a private name, hence the fallback) on first use, so that
+    importing this module does not import pyarrow."""
     import pyarrow._parquet
 
-    # What ``write_table(row_group_size=None)`` uses; private, so read with a fallback.
     return int(getattr(pyarrow._parquet, "_DEFAULT_ROW_GROUP_SIZE", 1024 * 1024))
 
 
-ROW_GROUP_ROWS = _pyarrow_row_group_rows()
 CHUNK_TEXT_LIMIT = 2**31 - 2
 WRITE_BATCH_ROWS = 1024  # parquet::WriterProperties' default write_batch_size
 PIECE_ROWS = 8 * WRITE_BATCH_ROWS
@@ -137,8 +140,9 @@ class ParquetRowWriter:
     of the row fields), byte-identical to data_io's one-call write of the same rows. The file
     appears only when the writer exits cleanly.
 
-    ``row_group_rows``, ``piece_rows`` and ``chunk_text_limit`` are pyarrow's figures; tests
-    lower them to exercise several row groups and chunks on small data.
+    ``row_group_rows`` (default: pyarrow's), ``piece_rows`` and ``chunk_text_limit`` are
+    pyarrow's figures; tests lower them to exercise several row groups and chunks on small
+    data.
     """
 
     def __init__(
@@ -146,12 +150,14 @@ class ParquetRowWriter:
         path: Path,
         columns: Sequence[str] = FIELDS,
         budget: BufferBudget | None = None,
-        row_group_rows: int = ROW_GROUP_ROWS,
+        row_group_rows: int | None = None,
         piece_rows: int = PIECE_ROWS,
         chunk_text_limit: int = CHUNK_TEXT_LIMIT,
     ):
         if sorted(columns) != sorted(FIELDS):
             raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
+        if row_group_rows is None:
+            row_group_rows = pyarrow_row_group_rows()
         if row_group_rows < 1:
             raise ValueError("row_group_rows must be at least 1")
         self.path = Path(path)
