@@ -137,6 +137,10 @@ def _warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr, flush=True)
 
 
+def _log(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+
 def _fail(message: str, status: int) -> int:
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
     return status
@@ -153,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
     try:
-        result = sample_tokenized(config, progress=True, warn=_warn)
+        result = sample_tokenized(config, progress=True, warn=_warn, log=_log)
     except SamplingError as exc:
         return _fail(str(exc), 1)
     except OSError as exc:

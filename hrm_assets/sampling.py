@@ -48,7 +48,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -103,6 +103,7 @@ from hrm_assets.span_table import (
     segment_sums,
     span_layout_problem,
 )
+from hrm_assets.tokenized_snapshot import SnapshotError, TokenizedSnapshot, tokenized_snapshot
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
 TOKENS_FILE = "tokens.npy"
@@ -772,6 +773,7 @@ def sample_tokenized(
     progress: bool = False,
     warn: Warn | None = None,
     copy_workers: int = 2,
+    log: Warn | None = None,
 ) -> SamplingResult:
     """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
 
@@ -780,9 +782,13 @@ def sample_tokenized(
     sibling (with its ``manifest.json``) and renamed into place, replacing the previous output
     only on success (a bad input removes the sibling); a lock file ``.<name>.lock`` beside it
     keeps concurrent runs apart, and its holder removes staged copies that killed runs left.
-    ``progress`` shows tqdm bars on stderr; ``warn`` receives each warning as it happens (they
-    are also in ``SamplingResult.warnings``). Raises :class:`SamplingError` on bad
-    configuration or inputs (or a concurrent run), ``OSError`` on I/O failure.
+    The tokenized root is read as one snapshot (:mod:`hrm_assets.tokenized_snapshot`): shared
+    locks keep tokenizers from rewriting its folders until the last read, and the run waits
+    for a tokenizer writing one. ``progress`` shows tqdm bars on stderr; ``warn`` receives each
+    warning as it happens (they are also in ``SamplingResult.warnings``); ``log`` other news
+    (a wait for a tokenizer). Raises :class:`SamplingError` on bad configuration or inputs (or
+    a concurrent run, or a tokenized root that would not hold still), ``OSError`` on I/O
+    failure.
     """
     warnings: list[str] = []
 
@@ -793,13 +799,47 @@ def sample_tokenized(
 
     if not config.tokenized_path.is_dir():
         raise SamplingError(f"{config.tokenized_path}: tokenized_path is not a directory")
-    tokenizer_info = load_tokenizer_info(config.tokenized_path)
     try:
         rules = load_prefix_rules(config.prefix_config_path)
     except PrefixConfigError as exc:
         raise SamplingError(str(exc)) from None
     output = _check_output_path(config)
-    task_dirs = task_directories(config.tokenized_path)
+    with _held_still(config.tokenized_path, log) as snapshot:
+        return _sample_snapshot(
+            config, rules, output, snapshot, note, warnings, progress, copy_workers
+        )
+
+
+@contextlib.contextmanager
+def _held_still(tokenized_path: Path, log: Warn | None) -> Iterator[TokenizedSnapshot]:
+    """:func:`hrm_assets.tokenized_snapshot.tokenized_snapshot` of the tokenized root, its
+    errors as :class:`SamplingError`; ``log`` hears of each wait for a tokenizer."""
+
+    def waiting(path: Path) -> None:
+        if log is not None:
+            log(f"waiting for {path}: a tokenizer is writing it")
+
+    try:
+        with tokenized_snapshot(tokenized_path, task_directories, on_wait=waiting) as snapshot:
+            yield snapshot
+    except SnapshotError as exc:
+        raise SamplingError(str(exc)) from None
+
+
+def _sample_snapshot(
+    config: SamplingConfig,
+    rules: list[PrefixRule],
+    output: Path,
+    snapshot: TokenizedSnapshot,
+    note: Warn,
+    warnings: list[str],
+    progress: bool,
+    copy_workers: int,
+) -> SamplingResult:
+    """:func:`sample_tokenized` once the tokenized root is held still (``snapshot``, released
+    after the last read of it)."""
+    tokenizer_info = load_tokenizer_info(config.tokenized_path)
+    task_dirs = snapshot.task_dirs
     if not task_dirs:
         raise SamplingError(f"{config.tokenized_path}: no task folders to sample from")
     tokenizer_sha256 = check_one_tokenizer(task_dirs)
@@ -877,6 +917,9 @@ def sample_tokenized(
                 max_id, entries[TOKENS_FILE] = copying.result()
             except TokenCopyError as exc:
                 raise SamplingError(str(exc)) from None
+            # The tokenized root has been read: tokenizers may go on (and a folder no lock
+            # held must not have changed meanwhile).
+            snapshot.release()
             if max_id > np.iinfo(dtype).max:
                 note(
                     f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "

@@ -4,9 +4,12 @@ verify covering what HRM-Text reads, strict sampling rules, spans checked by the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -21,11 +24,17 @@ from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
 from hrm_assets import sample, sampling, verify
-from hrm_assets.atomic import exclusive_lock, shared_lock
+from hrm_assets.atomic import exclusive_lock, lock_path_for, shared_lock
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
 from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.tokenized_snapshot import (
+    SnapshotError,
+    TokenizedSnapshot,
+    identity,
+    tokenized_snapshot,
+)
 from hrm_assets.validation import check_tokenized_folder
 
 
@@ -419,3 +428,234 @@ def _tree(root: Path) -> dict[str, bytes | str]:
         else:
             found[name] = path.read_bytes()
     return found
+
+
+# --------------------------------------------------------------------------- torn reads
+
+# Re-tokenizes the cleaned root in a loop, both files alternating between two versions (a.jsonl
+# every round, b.jsonl every other round), and counts the rounds done in a file.
+RETOKENIZER = """
+import os, sys
+from pathlib import Path
+from hrm_assets.tokenize import tokenize_tree
+versions, cleaned, tokenized, tokenizer, rounds_file, stop_file = map(Path, sys.argv[1:7])
+for round_ in range(1, 10_000):
+    if stop_file.exists():
+        break
+    for name, period in (("a.jsonl", 1), ("b.jsonl", 2)):
+        source = versions / f"{name}.v{(round_ // period) % 2}"
+        staged = cleaned / f".staged-{name}"
+        staged.write_bytes(source.read_bytes())
+        os.replace(staged, cleaned / name)
+    tokenize_tree([cleaned], tokenized, tokenizer, progress=False)
+    rounds_file.with_suffix(".tmp").write_text(str(round_))
+    os.replace(rounds_file.with_suffix(".tmp"), rounds_file)
+"""
+
+# Samples the tokenized root RUNS times, each into its own folder, and prints per run a JSON
+# line: the error (or null) and the re-tokenizer's rounds done before and after the run.
+SAMPLER = """
+import json, sys, time
+from pathlib import Path
+from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+tokenized, rules, outputs, rounds_file = map(Path, sys.argv[1:5])
+runs = int(sys.argv[5])
+def rounds():
+    try:
+        return int(rounds_file.read_text())
+    except (FileNotFoundError, ValueError):
+        return 0
+while rounds() < 1:  # the re-tokenizer is under way
+    time.sleep(0.01)
+for run in range(runs):
+    before = rounds()
+    config = make_config(tokenized_path=tokenized, output_path=outputs / f"run{run}",
+                         prefix_config_path=rules, epochs=2)
+    try:
+        sample_tokenized(config)
+        error = None
+    except SamplingError as exc:
+        error = str(exc)
+    print(json.dumps({"error": error, "before": before, "after": rounds()}), flush=True)
+"""
+
+
+def _write_versions(versions: Path, real_raw: Path) -> None:
+    """Two versions of each cleaned file, of different row counts and text."""
+    train = gsm8k_rows(real_raw, "train", 2400)
+    test = gsm8k_rows(real_raw, "test", 900)
+    write_jsonl(versions / "a.jsonl.v0", train[:1500])
+    write_jsonl(versions / "a.jsonl.v1", train[1500:])
+    write_jsonl(versions / "b.jsonl.v0", test[:500])
+    write_jsonl(versions / "b.jsonl.v1", test[500:])
+
+
+def _expected_manifests(tmp_path: Path, versions: Path, tokenizer: Path, rules: Path) -> set:
+    """The sampled manifest of every combination of one version of each file."""
+    from hrm_assets.tokenize import tokenize_tree
+
+    manifests = set()
+    for a in (0, 1):
+        for b in (0, 1):
+            cleaned = tmp_path / f"cleaned-{a}{b}"
+            cleaned.mkdir()
+            (cleaned / "a.jsonl").write_bytes((versions / f"a.jsonl.v{a}").read_bytes())
+            (cleaned / "b.jsonl").write_bytes((versions / f"b.jsonl.v{b}").read_bytes())
+            tokenized = tmp_path / f"tokenized-{a}{b}"
+            tokenize_tree([cleaned], tokenized, tokenizer, progress=False)
+            out = tmp_path / f"expected-{a}{b}"
+            sample_tokenized(
+                make_config(
+                    tokenized_path=tokenized, output_path=out, prefix_config_path=rules, epochs=2
+                )
+            )
+            manifests.add((out / MANIFEST_FILE).read_bytes())
+    assert len(manifests) == 4
+    return manifests
+
+
+def test_sampling_while_re_tokenizing_reads_one_version_of_each_file(
+    tmp_path, real_raw, small_tokenizer_path
+):
+    # Spans of one version with tokens of another passed hrm-verify; other runs failed with
+    # a spurious "shorter than its header says". Two real processes: one re-tokenizes the
+    # root it samples from, round after round, while the other samples it again and again.
+    versions = tmp_path / "versions"
+    _write_versions(versions, real_raw)
+    rules = write_rules(tmp_path / "rules.yaml", [{"prefix": "b", "repeat": 2}])
+    expected = _expected_manifests(tmp_path, versions, small_tokenizer_path, rules)
+
+    cleaned, tokenized, outputs = tmp_path / "cleaned", tmp_path / "tokenized", tmp_path / "runs"
+    cleaned.mkdir()
+    outputs.mkdir()
+    rounds_file, stop_file = tmp_path / "rounds", tmp_path / "stop"
+    retokenizer = subprocess.Popen(
+        [sys.executable, "-c", RETOKENIZER, str(versions), str(cleaned), str(tokenized),
+         str(small_tokenizer_path), str(rounds_file), str(stop_file)],
+        cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        sampler = subprocess.run(
+            [sys.executable, "-c", SAMPLER, str(tokenized), str(rules), str(outputs),
+             str(rounds_file), "12"],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+    finally:
+        stop_file.touch()
+        _, retokenizer_errors = retokenizer.communicate(timeout=600)
+    assert sampler.returncode == 0, sampler.stderr
+    assert retokenizer.returncode == 0, retokenizer_errors
+    runs = [json.loads(line) for line in sampler.stdout.splitlines()]
+    assert len(runs) == 12
+    assert [run["error"] for run in runs] == [None] * 12
+    # The root was rewritten while it was being sampled, not only before or after.
+    assert runs[-1]["after"] - runs[0]["before"] >= 2, runs
+    for index in range(12):
+        out = outputs / f"run{index}"
+        assert (out / MANIFEST_FILE).read_bytes() in expected, index
+        assert verify_folder(out).ok, index
+    assert not [p.name for p in tokenized.iterdir() if p.name.endswith(".lock")]
+
+
+def test_the_sampler_waits_for_a_tokenizer_writing_a_folder(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    config = make_config(
+        tokenized_path=tokenized,
+        output_path=tmp_path / "sampled",
+        prefix_config_path=write_rules(tmp_path / "rules.yaml", MIXED_RULES),
+        epochs=2,
+    )
+    waiting = threading.Event()
+    messages: list[str] = []
+    failures: list[BaseException] = []
+
+    def log(message: str) -> None:
+        messages.append(message)
+        waiting.set()
+
+    def run() -> None:
+        try:
+            sample_tokenized(config, log=log)
+        except BaseException as exc:
+            failures.append(exc)
+
+    with exclusive_lock(lock_path_for(tokenized / "flan__y.parquet")):  # as hrm-tokenize does
+        sampler = threading.Thread(target=run)
+        sampler.start()
+        assert waiting.wait(timeout=120)
+        assert not config.output_path.exists()
+    sampler.join(timeout=300)
+    assert failures == []
+    assert messages == [f"waiting for {tokenized / 'flan__y.parquet'}: a tokenizer is writing it"]
+    assert verify_folder(config.output_path).ok
+    assert not [p.name for p in tokenized.iterdir() if p.name.endswith(".lock")]
+
+
+def test_a_read_only_root_is_sampled_without_locks(tmp_path):
+    # A shared root mounted read-only for the sampler (its own mount namespace, so the mount
+    # ends with it): lock files cannot be created, each folder's identity is compared instead.
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)
+    sample = (
+        f"mount --bind -o ro {shlex.quote(str(tokenized))} {shlex.quote(str(tokenized))} && "
+        f"touch {shlex.quote(str(tokenized / 'probe'))} 2>/dev/null && exit 9; exec "
+        + shlex.join(
+            [sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tokenized}",
+             f"output_path={tmp_path / 'sampled'}", f"prefix_config_path={rules}", "epochs=2"]
+        )
+    )  # fmt: skip
+    read_only = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", sample],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert read_only.returncode == 0, read_only.stderr
+    expected = tmp_path / "expected"
+    sample_tokenized(
+        make_config(tokenized_path=tokenized, output_path=expected, prefix_config_path=rules,
+                    epochs=2)
+    )  # fmt: skip
+    assert (tmp_path / "sampled" / MANIFEST_FILE).read_bytes() == (
+        expected / MANIFEST_FILE
+    ).read_bytes()
+    assert not [p.name for p in tokenized.iterdir() if p.name.endswith(".lock")]
+
+
+def test_a_folder_no_lock_held_that_changed_is_an_error_naming_it(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", MIXED)
+    folder = tokenized / "gsm8k_train.jsonl"
+    snapshot = TokenizedSnapshot([folder], contextlib.ExitStack(), {folder: identity(folder)})
+    replacement = tokenized / ".tmp-new"
+    shutil.copytree(folder, replacement)
+    shutil.rmtree(folder)
+    replacement.rename(folder)  # a tokenizer's replacement: same name, same bytes, new folder
+    with pytest.raises(SnapshotError, match=re.escape(f"{folder}: changed while being read")):
+        snapshot.release()
+    TokenizedSnapshot([folder], contextlib.ExitStack(), {folder: identity(folder)}).release()
+
+
+def test_a_listing_that_changes_under_the_locks_starts_over(tmp_path):
+    tokenized = write_tokenized(tmp_path / "tok", {"a.jsonl": [(3, 2)]})
+    listings: list[list[str]] = []
+
+    def list_while_a_tokenizer_adds_one(root: Path) -> list[Path]:
+        if len(listings) == 1:  # between the first listing and its check under the locks
+            write_tokenized(tmp_path / "new", {"b.jsonl": [(2, 2)]})
+            (tmp_path / "new" / "b.jsonl").rename(root / "b.jsonl")
+        found = sampling.task_directories(root)
+        listings.append([path.name for path in found])
+        return found
+
+    with tokenized_snapshot(tokenized, list_while_a_tokenizer_adds_one) as snapshot:
+        assert [path.name for path in snapshot.task_dirs] == ["a.jsonl", "b.jsonl"]
+    assert listings == [["a.jsonl"], ["a.jsonl", "b.jsonl"], ["a.jsonl", "b.jsonl"],
+                        ["a.jsonl", "b.jsonl"]]  # fmt: skip
+
+    def never_the_same(root: Path) -> list[Path]:
+        listings.append([])
+        (root / f"c{len(listings)}.jsonl").mkdir()
+        return sampling.task_directories(root)
+
+    with pytest.raises(SnapshotError, match="kept appearing or disappearing"):
+        with tokenized_snapshot(tokenized, never_the_same):
+            pass
+    assert not [p.name for p in tokenized.iterdir() if p.name.endswith(".lock")]

@@ -5,6 +5,9 @@ its metadata and in a warning check."""
 from __future__ import annotations
 
 import json
+import threading
+import time
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -12,9 +15,11 @@ import transformers
 from test_hrm_text_end_to_end import cleaned_rows
 from test_sampling import write_rules
 
+from hrm_assets.atomic import exclusive_lock, lock_path_for
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import SHORT_RESPONSES
+from hrm_assets.manifest import verify_folder
 from hrm_assets.tokenize import tokenize_tree
 from hrm_assets.training_nodes import TrainingNode
 
@@ -86,3 +91,29 @@ def test_no_short_rows_pass_the_check(data_paths):
     result = materialize(data_paths)  # the default context holds every row whole
     (check,) = result.get_asset_check_evaluations()
     assert check.passed and check.metadata["rows_short_after_truncate"].value == 0
+
+
+def _waiting_on(lock: Path) -> bool:
+    """Whether a process waits for a flock on ``lock`` (a ``->`` line of /proc/locks)."""
+    inode = f":{lock.stat().st_ino}"
+    lines = Path("/proc/locks").read_text().splitlines()
+    return any("->" in line and any(f.endswith(inode) for f in line.split()) for line in lines)
+
+
+def test_the_asset_waits_for_a_tokenizer_writing_a_folder_it_reads(data_paths):
+    # The sampled asset reads the tokenized root as hrm-sample does: one snapshot, so it waits
+    # while a tokenization step holds a folder's lock rather than reading it half-replaced.
+    folder = sorted(p for p in data_paths.tokenized_root.iterdir() if p.is_dir())[0]
+    lock = lock_path_for(folder)
+    results: list[dg.ExecuteInProcessResult] = []
+    output = NODE.output_dir(data_paths.root)
+    with exclusive_lock(lock):  # as hrm-tokenize and the tokenized assets hold it
+        run = threading.Thread(target=lambda: results.append(materialize(data_paths)))
+        run.start()
+        while not _waiting_on(lock):
+            assert run.is_alive(), "the run ended without waiting for the lock"
+            time.sleep(0.05)
+        assert not output.exists()
+    run.join(timeout=600)
+    assert results and results[0].success
+    assert verify_folder(output).ok

@@ -122,7 +122,11 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 **config.model_dump(),
             )
             context.log.info(f"sampling {data_paths.tokenized_root} into {output}")
-            result = sample_tokenized(sampling_config, warn=context.log.warning)
+            # Reads the tokenized root as one snapshot, waiting for tokenization steps that
+            # are writing its folders and holding off those that would rewrite them.
+            result = sample_tokenized(
+                sampling_config, warn=context.log.warning, log=context.log.info
+            )
             summary = {
                 "figures": summary_figures(result),
                 "categories": category_records(result),
