@@ -16,10 +16,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hrm_assets.manifest import MANIFEST_FILE, ManifestError, read_manifest
-
-# Written by every sampling run; not listed by the manifests of runs before issue 16.
-METADATA_FILE = "metadata.json"
+from hrm_assets.manifest import (
+    MANIFEST_FILE,
+    SAMPLED_METADATA_FILE,
+    ManifestError,
+    read_manifest,
+)
 
 
 def output_target(output_path: Path) -> Path:
@@ -36,7 +38,8 @@ def unproven_paths(folder: Path) -> list[Path]:
         listed = set(read_manifest(folder)["files"])
     except ManifestError:
         listed = set()
-    proven_files = listed | {MANIFEST_FILE, METADATA_FILE} if listed else set()
+    # metadata.json is not listed by the manifests of hrm-sample runs before issue 16.
+    proven_files = listed | {MANIFEST_FILE, SAMPLED_METADATA_FILE} if listed else set()
     proven_dirs = {
         parent.as_posix() for name in listed for parent in Path(name).parents if parent.parts
     }
