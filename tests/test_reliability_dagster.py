@@ -161,7 +161,7 @@ def materialize_sampled(instance, data_paths, output: Path, **config):
 
 
 SAMPLED_BREAKS = {
-    "negative-repeat": "rule 5 (prefix 'gsm8k'): repeat: Input should be greater than",
+    "negative-repeat": "rule 5 (prefix 'gsm8k'): repeat: must be at least 1 (got -1)",
     "unknown-key": "rule 0 (prefix 'SYNTH__'): maxperfile: Extra inputs are not permitted",
     "epochs-zero": "epochs: Input should be greater than or equal to 1",
     "broken-task": "span arrays have different lengths",
