@@ -32,6 +32,26 @@ TRICKY_TEXTS = [
 ]
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--no-skips",
+        action="store_true",
+        help="a skipped test fails the run (`make test`: every test runs, none is skipped)",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under ``--no-skips``, a skip (a missing program, a fixture that cannot start) is a
+    failure that keeps its reason, so a run that did not test everything never passes."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail") and item.config.getoption("no_skips"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped, and --no-skips runs every test: {reason}"
+
+
 @pytest.fixture(scope="session")
 def real_raw() -> Path:
     if not REAL_RAW.is_dir():
