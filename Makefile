@@ -2,18 +2,36 @@
 PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
-.PHONY: install demo test test-fast test-rust bench lint
+.PHONY: install extension demo test test-fast test-rust system-packages bench lint
 
-install:
-	$(PYTHON) -m pip install --quiet --upgrade pip
+install: extension
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	$(PYTHON) -m hrm_assets.local_env
+
+# The Rust extension, compiled by cargo in the foreground so that its progress shows (pip hides
+# a build's output). The command and environment are maturin's own (`maturin build --release`
+# for this interpreter), so the `pip install -e` above finds every crate compiled and only
+# packages the library. The first build compiles ~190 crates: about 10 minutes on 2 cores.
+PY_EXE := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
+PY_SIGNATURE := $(shell $(PYTHON) -c 'import platform, sys; print("{}-{}.{}-{}bit".format(platform.python_implementation().lower(), *sys.version_info[:2], 64 if sys.maxsize > 2**32 else 32))')
+extension:
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	@echo "==> compiling the Rust core (first time: about 10 minutes on 2 cores; then seconds)"
+	cd rust_tokenizer && PYO3_BUILD_EXTENSION_MODULE=1 PYO3_ENVIRONMENT_SIGNATURE=$(PY_SIGNATURE) \
+	  PYO3_PYTHON=$(PY_EXE) PYTHON_SYS_EXECUTABLE=$(PY_EXE) \
+	  cargo rustc --locked --profile release --features pyo3/extension-module --lib --crate-type cdylib
 
 demo: install
 	$(PYTHON) -m hrm_assets.quickstart
 
-test: install test-rust
-	$(PYTHON) -m pytest -q
-	$(PYTHON) -m pytest -q -m slow
+# Every test runs: the programs the slow tests need are installed first (or the command to
+# install them is printed), and a skipped test fails the run (--no-skips, tests/conftest.py).
+test: install system-packages test-rust
+	$(PYTHON) -m pytest -q --no-skips
+	$(PYTHON) -m pytest -q --no-skips -m slow
+
+system-packages:
+	scripts/system-packages
 
 # The Rust core on its own: unit tests and the fast encoder's proptest oracles (the
 # `tokenizers` crate and the onig regex run on random Unicode).
