@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets import settings
+from hrm_assets.local_env import ENV_FILE, project_defaults
 
 DEFAULT_DEMO_RAW = "demo_raw"
 
@@ -34,42 +35,53 @@ def _step(message: str) -> None:
     print(f"==> {message}", file=sys.stderr, flush=True)
 
 
-def materialize_graph(defs, instance, vocab_size: int = 4096, epochs: int = 10, log=_step) -> bool:
+# Runs keep every event in the instance (the UI shows them); only errors reach the console.
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+def _run_config(ops: dict | None = None) -> dict:
+    return {**QUIET_CONSOLE, **({"ops": ops} if ops else {})}
+
+
+def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_step) -> bool:
     """Observe, clean, train, tokenize every registered partition and sample, in that order.
 
-    Each step is a Dagster run recorded in ``instance``; unchanged work is skipped inside the
-    assets, so calling this again redoes only what changed. Returns False on the first failure.
+    Each step is a Dagster run recorded in ``instance``, its console log kept to errors;
+    ``log`` gets one line as each of the four stages starts. Unchanged work is skipped inside
+    the assets, so calling this again redoes only what changed. Returns False on the first
+    failure.
     """
     from hrm_assets.defs.tokenized.partition_range import all_partitions_tags
     from hrm_assets.sources import SOURCES
 
-    log("observing raw sources")
+    log(f"[1/4] observing {len(SOURCES)} raw sources")
     observe = defs.resolve_job_def("observe_raw_sources")
-    if not observe.execute_in_process(instance=instance, raise_on_error=False).success:
+    if not observe.execute_in_process(
+        instance=instance, run_config=_run_config(), raise_on_error=False
+    ).success:
         return False
-    log("cleaning every source and training the tokenizer")
+    log(f"[2/4] cleaning {len(SOURCES)} sources, training the tokenizer (up to {vocab_size:,} ids)")
     result = defs.resolve_job_def("clean_and_train_tokenizer").execute_in_process(
         instance=instance,
-        run_config={"ops": {"tokenizer": {"config": {"vocab_size": vocab_size}}}},
+        run_config=_run_config({"tokenizer": {"config": {"vocab_size": vocab_size}}}),
         raise_on_error=False,
     )
     if not result.success:
         return False
-    for name in SOURCES:
-        tags = all_partitions_tags(instance, name)
-        if not tags:
-            continue
-        log(f"tokenizing {name} (every cleaned file, one run)")
+    runs = {name: all_partitions_tags(instance, name) for name in SOURCES}
+    runs = {name: tags for name, tags in runs.items() if tags}
+    log(f"[3/4] tokenizing the cleaned files of {len(runs)} sources (one run per source)")
+    for name, tags in runs.items():
         result = defs.resolve_job_def(f"tokenize_{name}").execute_in_process(
-            instance=instance, tags=tags, raise_on_error=False
+            instance=instance, tags=tags, run_config=_run_config(), raise_on_error=False
         )
         if not result.success:
             return False
-    log(f"sampling {epochs} epochs for every training node")
     sample = defs.resolve_job_def("sample_epochs")
-    run_config = {"ops": {node.name: {"config": {"epochs": epochs}} for node in sample.nodes}}
+    log(f"[4/4] sampling {epochs} epochs for every training node")
+    ops = {node.name: {"config": {"epochs": epochs}} for node in sample.nodes}
     return sample.execute_in_process(
-        instance=instance, run_config=run_config, raise_on_error=False
+        instance=instance, run_config=_run_config(ops), raise_on_error=False
     ).success
 
 
@@ -89,17 +101,35 @@ def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) ->
 
     started = time.monotonic()
     if not materialize_graph(defs, dg.DagsterInstance.get(), vocab_size, epochs):
-        print("A step failed: see the log above, or the run in the UI.", file=sys.stderr)
+        print(
+            "A run failed: its error is above; every event of it is in the UI "
+            f"({_ui_command(data_root, raw_root)}).",
+            file=sys.stderr,
+        )
         return 1
     print(f"\nDone in {time.monotonic() - started:.0f}s.")
     for node in load_training_nodes():
         print(f"Sampled epochs for node {node.name!r}: {node.output_dir(data_root)}")
-    print(
-        "Open the UI with:\n"
-        f"  DAGSTER_HOME={os.environ['DAGSTER_HOME']} HRM_DATA_ROOT={data_root} "
-        f"HRM_RAW_ROOT={raw_root} dagster dev -w workspace.yaml"
-    )
+    print(f"Every run's log, lineage and metadata, in the UI: {_ui_command(data_root, raw_root)}")
     return 0
+
+
+def _ui_command(data_root: Path, raw_root: Path) -> str:
+    """``dagster dev`` as it opens this instance and corpus: bare in the repository root when
+    its ``.env`` has them as defaults, else with the variables spelled out."""
+    defaults = project_defaults(settings.PROJECT_ROOT)
+    uses_defaults = (
+        (settings.PROJECT_ROOT / ENV_FILE).is_file()
+        and Path(os.environ["DAGSTER_HOME"]) == defaults["DAGSTER_HOME"]
+        and raw_root == defaults[settings.RAW_ROOT_ENV]
+        and data_root == settings.PROJECT_ROOT / "data"
+    )
+    if uses_defaults:
+        return f"cd {settings.PROJECT_ROOT} && dagster dev"
+    return (
+        f"DAGSTER_HOME={os.environ['DAGSTER_HOME']} {settings.DATA_ROOT_ENV}={data_root} "
+        f"{settings.RAW_ROOT_ENV}={raw_root} dagster dev -w {settings.PROJECT_ROOT}/workspace.yaml"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,11 +144,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--vocab-size",
         type=int,
-        default=4096,
-        help="BPE vocabulary for the demo (the production default is 65,536)",
+        default=None,
+        help="BPE vocabulary (default: the tokenizer asset's, 65,536, so that its job run by hand "
+        "afterwards keeps the tokenizer; the demo corpus has fewer distinct merges anyway)",
     )
     parser.add_argument("--epochs", type=int, default=10)
     args = parser.parse_args(argv)
+    if args.vocab_size is None:
+        from hrm_assets.tokenizer_train import DEFAULT_VOCAB_SIZE
+
+        args.vocab_size = DEFAULT_VOCAB_SIZE
     return run(args.data_root.absolute(), args.raw_root, args.vocab_size, args.epochs)
 
 
