@@ -20,6 +20,7 @@ Leftovers of killed writers (docs/RELIABILITY.md, "stale temporaries"):
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -33,6 +34,8 @@ TMP_PREFIX = ".tmp-"
 LOCK_SUFFIX = ".lock"
 # A leftover with no write for this long belongs to no live writer (default of the sweep).
 STALE_AFTER_SECONDS = 24 * 3600.0
+# Why a reader may be unable to create a lock file: a read-only filesystem or folder.
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -185,7 +188,9 @@ def shared_lock(lock_path: Path, *, on_wait: Callable[[], None] | None = None) -
     while True:
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in _NOT_WRITABLE:
+                raise
             # Not ours to create (read-only, or another user's folder): a writer's file can
             # still be locked through a read-only descriptor.
             fd = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)

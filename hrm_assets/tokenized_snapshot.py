@@ -22,6 +22,7 @@ folder that changed is an error naming it, so nothing is written from a mixed re
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import resource
 from collections.abc import Callable, Iterator
@@ -34,6 +35,8 @@ TOKENIZER_INFO_FILE = "tokenizer_info.json"
 # Open files besides the locks: the readers' own files, the output, the interpreter's.
 OPEN_FILE_HEADROOM = 256
 LISTING_ATTEMPTS = 3
+# A lock file that cannot be created (read-only) and does not exist (no writer holds it now).
+_CANNOT_LOCK = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT)
 
 Identity = tuple[int, int, int, int, bytes | None]
 
@@ -137,7 +140,9 @@ def _hold(
                 waited = (lambda path=path: on_wait(path)) if on_wait is not None else None
                 try:
                     locks.enter_context(shared_lock(lock_path_for(path), on_wait=waited))
-                except OSError:
+                except OSError as exc:
+                    if exc.errno not in _CANNOT_LOCK:
+                        raise  # e.g. out of file descriptors: not a reason to go unlocked
                     unlocked[path] = identity(path)
             current = list_tasks(root)
         except BaseException:
