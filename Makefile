@@ -1,11 +1,16 @@
 # Two commands for a person (README quickstart), a few more for developers.
 PYTHON ?= python3
 export DAGSTER_HOME ?= $(CURDIR)/dagster_home
+# pipefail: a filtered command (pip below) still fails the target when it fails.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
 
 .PHONY: install extension demo test test-fast test-rust system-packages bench lint
 
+# pip's own lines (what it downloads and installs), less one per dependency already there.
 install: extension
-	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	@echo "==> installing hrm-data and its Python dependencies"
+	$(PYTHON) -m pip install --progress-bar off -e '.[dev]' | { grep -v '^Requirement already satisfied' || true; }
 	$(PYTHON) -m hrm_assets.local_env
 
 # The Rust extension, compiled by cargo in the foreground so that its progress shows (pip hides
