@@ -88,8 +88,11 @@ pub(crate) struct CacheGuard<'a> {
 }
 
 /// Idle caches kept per encoder; more (many threads at once) are dropped when given back.
+/// Computed once: `available_parallelism` reads the cgroup's CPU quota files on every call,
+/// three opens per encoded file otherwise.
 fn max_idle_caches() -> usize {
-    2 * std::thread::available_parallelism().map_or(8, usize::from)
+    static MAX_IDLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX_IDLE.get_or_init(|| 2 * std::thread::available_parallelism().map_or(8, usize::from))
 }
 
 impl Drop for CacheGuard<'_> {
