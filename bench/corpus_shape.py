@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
+from bench.arrays import differing_folders
 from bench.measure import REPO_ROOT, child_env, measured, run_child
 
 SEED = 0
@@ -74,7 +75,6 @@ REAL_RAW = Path(os.environ.get("HRM_REAL_RAW", REPO_ROOT.parent / "shared" / "re
 # The code location measured; another module exposing ``defs`` (a work-in-progress variant of
 # the tokenized assets, say) can be benched through the same commands.
 DEFINITIONS_MODULE = os.environ.get("HRM_BENCH_DEFINITIONS", "hrm_assets.definitions")
-ARRAYS = ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")
 Log = Callable[[str], None]
 
 
@@ -384,18 +384,6 @@ def baseline_view(cleaned_root: Path, view: Path) -> list[str]:
         (view / item.safe_name).symlink_to(item.path)
         names.append(item.safe_name)
     return names
-
-
-def differing_folders(first: Path, second: Path, names: Sequence[str]) -> list[str]:
-    """The folders among ``names`` whose five arrays differ (by bytes) between two roots."""
-    differ = []
-    for name in names:
-        for array in ARRAYS:
-            a, b = first / name / f"{array}.npy", second / name / f"{array}.npy"
-            if not (a.is_file() and b.is_file()) or a.read_bytes() != b.read_bytes():
-                differ.append(name)
-                break
-    return differ
 
 
 def array_mtimes(root: Path) -> dict[str, int]:

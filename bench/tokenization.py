@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.arrays import ARRAYS, differing_folders
 from bench.measure import REPO_ROOT, measured, run_child
 
 METHODS = ("python", "reference", "fast")
@@ -277,9 +278,6 @@ def _rust_method(
     return figures
 
 
-ARRAYS = ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")
-
-
 def child_main(argv: Sequence[str]) -> int:
     """``--child METHOD TOKENIZER CORPUS_DIR OUT_DIR THREADS``: one timed run, JSON on stdout."""
     method, tokenizer_path, corpus, out, threads = argv
@@ -403,12 +401,7 @@ class TokenizationResult:
 
 
 def _same_arrays(outputs: list[Path], names: list[str]) -> bool:
-    for name in names:
-        for array in ARRAYS:
-            first = (outputs[0] / name / f"{array}.npy").read_bytes()
-            if any((o / name / f"{array}.npy").read_bytes() != first for o in outputs[1:]):
-                return False
-    return True
+    return not any(differing_folders(outputs[0], other, names) for other in outputs[1:])
 
 
 def train_benchmark_tokenizer(
