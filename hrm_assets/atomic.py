@@ -11,10 +11,12 @@ Leftovers of killed writers (docs/RELIABILITY.md, "stale temporaries"):
   exact names this module and the Rust writer give staged and retired copies) belong to writers
   that died, and removes them (:func:`remove_leftovers`). This is how every run cleans up after
   a crash of the previous run on the same output, on any host that shares the lock.
-- :func:`remove_stale_temporaries` sweeps any ``.tmp-*`` entry of a folder this project owns
-  (the tokenized root) whose newest write is older than a threshold (default one day), for
-  outputs that no later run touches. Process ids in names are not trusted: on a shared
-  filesystem the writer may be alive on another host, and ids are reused.
+- :func:`remove_stale_temporaries` sweeps the entries of a folder whose names are this
+  project's own temporary names (:func:`is_own_temporary`: ``.tmp-`` plus this module's 12-hex
+  suffix or the Rust writer's ``<pid>.<nanos>.<count>``) and whose newest write is older than a
+  threshold (default one day), for outputs that no later run touches. Any other ``.tmp-*``
+  name (a user's ``.tmp-notes``) is never touched. Process ids in names are not trusted: on a
+  shared filesystem the writer may be alive on another host, and ids are reused.
 """
 
 from __future__ import annotations
@@ -65,6 +67,14 @@ def _create_unique(parent: Path, prefix: str, create: Callable[[Path], object]) 
     raise FileExistsError(f"{parent}: no free temporary name starting with {prefix!r}")
 
 
+def create_temporary_file(parent: Path, prefix: str) -> Path:
+    """Create an empty file ``parent/<prefix><12 hex digits>`` (a name no one else has) and
+    return its path; ``prefix`` should start with :data:`TMP_PREFIX`."""
+    fd, path = _create_unique(Path(parent), prefix, _create_file)
+    os.close(fd)
+    return path
+
+
 def _create_file(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
 
@@ -105,8 +115,11 @@ def replace_directory(staged: Path, target: Path) -> None:
     staged, target = Path(staged), Path(target)
     retired = None
     if target.exists():
-        retired = target.with_name(f"{TMP_PREFIX}retired-{target.name}-{os.getpid()}")
-        os.rename(target, retired)
+        _, retired = _create_unique(
+            target.parent,
+            f"{TMP_PREFIX}retired-{target.name}.",
+            lambda path: os.rename(target, path),
+        )
     os.rename(staged, target)
     _fsync_dir(target.parent)
     if retired is not None:
@@ -225,15 +238,28 @@ def _names_same_file(path: Path, fd: int) -> bool:
     return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
 
+# The suffixes of this project's temporary names, after ``.tmp-<what>.``:
+#   <12 hex digits>             _create_unique (atomic_file, atomic_directory, replace_directory,
+#                               create_temporary_file)
+#   <pid>.<nanos>.<count>       the Rust writer's StagedDir (nanoseconds since 1970: 19 digits)
+_OWN_SUFFIX = r"(?:[0-9a-f]{12}|\d+\.\d{16,}\.\d+)"
+_OWN_TEMPORARY = re.compile(rf"{re.escape(TMP_PREFIX)}.+\.{_OWN_SUFFIX}")
+
+
+def is_own_temporary(name: str) -> bool:
+    """Whether ``name`` is one of this project's temporary names (of any output), and so may
+    be swept once idle. ``.tmp-notes`` or ``.tmp-sampled.notes`` are not."""
+    return _OWN_TEMPORARY.fullmatch(name) is not None
+
+
 def _leftover_pattern(name: str) -> re.Pattern[str]:
     # The exact temporary names of `name`'s writers, so that no other output's leftovers match:
-    #   .tmp-<name>.<random, no dot>          atomic_file / atomic_directory
-    #   .tmp-retired-<name>-<pid>             replace_directory
-    #   .tmp-<name>.<pid>.<nanos>.<count>     Rust StagedDir (also .tmp-retired-<name>.<...>)
+    #   .tmp-<name>.<suffix>            atomic_file / atomic_directory / Rust StagedDir
+    #   .tmp-retired-<name>.<suffix>    replace_directory / Rust StagedDir
+    #   .tmp-retired-<name>-<pid>       replace_directory of earlier versions
     escaped = re.escape(name)
     return re.compile(
-        rf"{re.escape(TMP_PREFIX)}(?:{escaped}\.[a-z0-9_]+|retired-{escaped}-\d+"
-        rf"|(?:retired-)?{escaped}\.\d+\.\d+\.\d+)"
+        rf"{re.escape(TMP_PREFIX)}(?:(?:retired-)?{escaped}\.{_OWN_SUFFIX}|retired-{escaped}-\d+)"
     )
 
 
@@ -293,18 +319,17 @@ def last_write_time(entry: Path) -> float:
 def remove_stale_temporaries(
     directory: Path, older_than: float = STALE_AFTER_SECONDS, now: float | None = None
 ) -> list[Path]:
-    """Delete ``.tmp-*`` entries directly under ``directory`` not written for ``older_than``
-    seconds (a live writer keeps writing its staged files); return what was removed.
-
-    Only for folders this project owns: the prefix is its convention.
-    """
+    """Delete entries directly under ``directory`` that carry one of this project's temporary
+    names (:func:`is_own_temporary`) and were not written for ``older_than`` seconds (a live
+    writer keeps writing its staged files); return what was removed. Other ``.tmp-*`` names
+    are a user's and stay."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
     now = time.time() if now is None else now
     removed = []
     for entry in sorted(directory.iterdir()):
-        if not entry.name.startswith(TMP_PREFIX):
+        if not is_own_temporary(entry.name):
             continue
         try:
             idle = now - last_write_time(entry)

@@ -24,7 +24,12 @@ One writer per folder: deciding, writing and pruning a folder happen under its l
 ``OUT/.<safe name>.lock`` (``hrm_assets.atomic.exclusive_lock``), so two runs on the same
 output are serialized (the second one then finds the folder current and skips it). The lock
 holder removes what killed writers of that folder left behind (``.tmp-`` copies); the command
-also sweeps ``.tmp-`` entries of ``OUT`` idle for a day. Every folder carries ``manifest.json``
+also sweeps entries of ``OUT`` idle for a day that carry this project's own temporary names
+(``atomic.is_own_temporary``; a user's ``.tmp-notes`` stays).
+
+Nothing this tool did not write is replaced: a file, symlink or unmarked folder where an output
+goes fails that file with an error naming it, and an output root that is, holds or lies inside
+an input root is refused before anything is written. Every folder carries ``manifest.json``
 (sizes and SHA-256 of its arrays, written by the Rust writer before the rename); a folder is
 reused only if its manifest is there and every array has the recorded size.
 """
@@ -35,6 +40,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import queue
 import shutil
 import sys
@@ -209,6 +215,40 @@ def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
     return metadata
 
 
+class ForeignOutputError(ValueError):
+    """An output path holds something this tool did not write; it is never replaced."""
+
+
+def refuse_foreign(folder: Path) -> None:
+    """Raise :class:`ForeignOutputError` naming ``folder`` if something is there that this tool
+    cannot prove it wrote (no ownership marker, or not a plain folder)."""
+    if not os.path.lexists(folder) or is_owned(folder):
+        return
+    what = "a symlink" if folder.is_symlink() else "a folder" if folder.is_dir() else "a file"
+    raise ForeignOutputError(
+        f"{folder}: {what} that hrm-tokenize did not write (no {OWNER_MARKER} marker) is in the "
+        "way of this output; it is left as it is: move it away or choose another -o"
+    )
+
+
+def check_roots_apart(inputs: Iterable[Path | str], out_root: Path | str) -> None:
+    """Raise ``ValueError`` if the output root is an input root, inside one, or holds one
+    (compared resolved): outputs would replace the cleaned files and prune their folders."""
+    out_resolved = Path(out_root).resolve()
+    for root in inputs:
+        resolved = Path(root).resolve()
+        if resolved == out_resolved or resolved in out_resolved.parents:
+            raise ValueError(
+                f"{out_root}: the output folder is the input folder {root} or inside it; "
+                "choose an -o outside every input"
+            )
+        if out_resolved in resolved.parents:
+            raise ValueError(
+                f"{root}: the input folder is inside the output folder {out_root}; "
+                "choose an -o outside every input"
+            )
+
+
 # Files decided and written per call of the Rust core: bounds the locks (file descriptors) held
 # at once, and lets the outcomes of one chunk be recorded while the next is encoded.
 CHUNK_FILES = 256
@@ -268,6 +308,7 @@ def tokenize_files(
     """
     setup = _as_setup(tokenizer, framing)
     setup.encoder()
+    check_roots_apart({item.root for item in files}, out_root)
     ordered = sorted(files, key=lambda item: item.safe_name)
     chunks = [ordered[i : i + CHUNK_FILES] for i in range(0, len(ordered), CHUNK_FILES)]
     results: queue.Queue = queue.Queue(maxsize=2)
@@ -312,7 +353,7 @@ def _tokenize_chunk(
         # Whoever wrote these leftovers held these locks, so they are dead.
         remove_leftovers_of_many(folders)
         for folder in folders:
-            if folder.is_dir():
+            if is_owned(folder):
                 remove_leftovers(folder / METADATA_FILE)
         results: list[TokenizeOutcome | TokenizeFailure | None] = []
         pending: list[tuple[int, CleanedFile, dict, int]] = []
@@ -356,7 +397,9 @@ def _reuse_or_plan(
     cleaned: CleanedFile, folder: Path, setup: TokenizerSetup
 ) -> TokenizeOutcome | tuple[dict, int]:
     """The outcome of reusing ``folder`` if it is current, else the metadata (and source size)
-    to write it with. Call with the folder's lock held."""
+    to write it with. Call with the folder's lock held. Raises :class:`ForeignOutputError` if
+    ``folder`` holds something this tool did not write."""
+    refuse_foreign(folder)
     stat = cleaned.path.stat()
     source_sha256 = file_sha256(cleaned.path)
     version = data_version(source_sha256, setup)
@@ -418,8 +461,10 @@ def write_tokenizer_info(
 
 
 def is_owned(folder: Path) -> bool:
-    """Whether ``folder`` was written by this tool (and so may be replaced or pruned)."""
-    return (Path(folder) / OWNER_MARKER).is_file()
+    """Whether ``folder`` was written by this tool (and so may be replaced or pruned): a
+    plain folder (not a symlink to one) holding the ownership marker."""
+    folder = Path(folder)
+    return not folder.is_symlink() and (folder / OWNER_MARKER).is_file()
 
 
 def remove_owned_output(out_root: Path, safe_name: str) -> bool:
@@ -488,6 +533,7 @@ def tokenize_tree(
     started = time.perf_counter()
     setup = TokenizerSetup.load(tokenizer_path, framing)
     setup.encoder()
+    check_roots_apart(dirs, out_root)
     scan = scan_cleaned_tree([Path(d) for d in dirs])
     files = scan.files
     out_root = Path(out_root)

@@ -294,16 +294,18 @@ def test_folder_of_another_tokenizer_is_redone_never_mixed(cleaned, tmp_path, sm
 
 def test_leftover_names_match_only_their_own_output(tmp_path):
     names = [
-        ".tmp-a.jsonl.k2j_9xq1",  # atomic_file / atomic_directory
-        ".tmp-retired-a.jsonl-4242",  # replace_directory
+        ".tmp-a.jsonl.0a1b2c3d4e5f",  # atomic_file / atomic_directory
+        ".tmp-retired-a.jsonl.0a1b2c3d4e5f",  # replace_directory
+        ".tmp-retired-a.jsonl-4242",  # replace_directory of earlier versions
         ".tmp-a.jsonl.4242.1700000000000000000.3",  # Rust StagedDir
         ".tmp-retired-a.jsonl.4242.1700000000000000000.4",  # Rust retired folder
     ]
     others = [
         ".tmp-a.jsonl.parquet.4242.17.1",  # a.jsonl.parquet's staging
-        ".tmp-a.jsonl.parquet.k2j_9xq1",
-        ".tmp-ab.jsonl.k2j_9xq1",
-        ".tmp-tokenizer_info.json.abcdefgh",
+        ".tmp-a.jsonl.parquet.0a1b2c3d4e5f",
+        ".tmp-ab.jsonl.0a1b2c3d4e5f",
+        ".tmp-a.jsonl.notes",  # a user's, not a 12-hex suffix
+        ".tmp-tokenizer_info.json.0a1b2c3d4e5f",
         "a.jsonl",
     ]
     for name in names + others:
@@ -314,8 +316,12 @@ def test_leftover_names_match_only_their_own_output(tmp_path):
 
 
 def test_leftovers_of_many_outputs_are_their_own_only(tmp_path):
-    mine = [".tmp-a.jsonl.4242.17.1", ".tmp-retired-b.jsonl-4242", ".tmp-b.jsonl.k2j_9xq1"]
-    others = [".tmp-notes", ".tmp-ab.jsonl.4242.17.1", ".tmp-c.jsonl.k2j_9xq1", "a.jsonl"]
+    mine = [
+        ".tmp-a.jsonl.4242.1700000000000000000.1",
+        ".tmp-retired-b.jsonl-4242",
+        ".tmp-b.jsonl.0a1b2c3d4e5f",
+    ]
+    others = [".tmp-notes", ".tmp-ab.jsonl.4242.17.1", ".tmp-c.jsonl.0a1b2c3d4e5f", "a.jsonl"]
     for name in mine + others:
         (tmp_path / name).mkdir()
     targets = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
@@ -327,13 +333,13 @@ def test_leftovers_of_many_outputs_are_their_own_only(tmp_path):
 
 def test_stale_temporaries_are_swept_by_age_of_their_last_write(tmp_path):
     now = time.time()
-    old = tmp_path / ".tmp-x.jsonl.1.2.3"
+    old = tmp_path / ".tmp-x.jsonl.1.1700000000000000000.3"
     old.mkdir()
     (old / "tokens.npy").write_bytes(b"half")
-    busy = tmp_path / ".tmp-y.jsonl.1.2.3"
+    busy = tmp_path / ".tmp-y.jsonl.1.1700000000000000000.3"
     busy.mkdir()
     (busy / "tokens.npy").write_bytes(b"still growing")
-    stale_file = tmp_path / ".tmp-tokenizer_info.json.abcdefgh"
+    stale_file = tmp_path / ".tmp-tokenizer_info.json.0a1b2c3d4e5f"
     stale_file.write_text("{")
     keep = tmp_path / "z.jsonl"
     keep.mkdir()
@@ -350,10 +356,10 @@ def test_tokenize_removes_leftovers_of_killed_writers(cleaned, tmp_path, small_t
     tokenize_tree([cleaned], out, small_tokenizer_path, progress=False)
     expected = tree_bytes(out)
     # What kill -9 leaves: a staged folder, a retired folder, a metadata temp, a lock file.
-    (out / ".tmp-a.jsonl.999999.123.0").mkdir()
-    (out / ".tmp-a.jsonl.999999.123.0" / "tokens.npy").write_bytes(b"partial")
-    (out / ".tmp-retired-b__c.jsonl.999999.124.1").mkdir()
-    (out / "a.jsonl" / ".tmp-metadata.json.q1w2e3r4").write_text("{")
+    (out / ".tmp-a.jsonl.999999.1700000000000000123.0").mkdir()
+    (out / ".tmp-a.jsonl.999999.1700000000000000123.0" / "tokens.npy").write_bytes(b"partial")
+    (out / ".tmp-retired-b__c.jsonl.999999.1700000000000000124.1").mkdir()
+    (out / "a.jsonl" / ".tmp-metadata.json.0a1b2c3d4e5f").write_text("{")
     (out / ".a.jsonl.lock").write_text("")
     report = tokenize_tree([cleaned], out, small_tokenizer_path, progress=False)
     assert all(outcome.skipped for outcome in report.outcomes)

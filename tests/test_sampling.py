@@ -725,7 +725,7 @@ def test_leftover_staging_folders_are_removed_and_not_tasks(tmp_path):
     tokenized = write_tokenized(tmp_path / "tok", {"a.jsonl": random_rows(1, 4)})
     # An unfinished atomic write inside the tokenized root is not a task.
     write_tokenized(tokenized / ".tmp-b.jsonl.x1", {"inner": random_rows(2, 2)})
-    stale = tmp_path / ".tmp-sampled.abc123"
+    stale = tmp_path / ".tmp-sampled.0a1b2c3d4e5f"
     stale.mkdir()
     (stale / "tokens.npy").write_bytes(b"partial")
     rules = write_rules(tmp_path / "rules.yaml", [])
