@@ -4,7 +4,8 @@
 is not there yet), then runs, through Dagster and recorded in ``$DAGSTER_HOME``:
 raw observations, cleaning and tokenizer training, one tokenization run per source over all its
 cleaned files, and the sampled epochs of every training node. Running it again redoes only what
-changed.
+changed. It prints a line as each of these four stages starts and a closing summary; the runs'
+own logs stay in the instance (the UI shows them), only their errors reach the console.
 """
 
 from __future__ import annotations
