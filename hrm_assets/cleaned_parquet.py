@@ -32,12 +32,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.atomic import TMP_PREFIX, atomic_file
+from hrm_assets.atomic import TMP_PREFIX, atomic_file, create_temporary_file
 from hrm_assets.rows import FIELDS, Row
 
 if TYPE_CHECKING:
@@ -233,11 +232,9 @@ class ParquetRowWriter:
         import pyarrow as pa
 
         if self._spill_path is None:
-            fd, name = tempfile.mkstemp(
-                prefix=f"{TMP_PREFIX}{self.path.name}.", dir=self.path.parent
+            self._spill_path = create_temporary_file(
+                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
             )
-            os.close(fd)
-            self._spill_path = Path(name)
         with open(self._spill_path, "ab") as handle:
             offset = handle.seek(0, os.SEEK_END)
             with pa.ipc.new_stream(handle, self._schema) as stream:

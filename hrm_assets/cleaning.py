@@ -36,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from hrm_assets import settings
-from hrm_assets.atomic import atomic_file
+from hrm_assets.atomic import atomic_file, exclusive_lock
 from hrm_assets.cleaned_parquet import BufferBudget, ParquetRowWriter
+from hrm_assets.cleaning_leftovers import cleaning_leftovers, cleaning_lock_path
 from hrm_assets.framing import split_condition
 from hrm_assets.hashing import file_sha256, value_sha256
+from hrm_assets.raw_damage import first_unreadable
 from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
 from hrm_assets.sources import SOURCES, SkipRecord, SourceSpec, get_source
 
@@ -162,7 +164,8 @@ class SkipExample:
 
 @dataclass
 class SkipCount:
-    count: int = 0
+    count: int = 0  # skipped records and rows, each once
+    rows: int = 0  # rows lost: a record skipped whole counts the rows it would have given
     examples: list[SkipExample] = field(default_factory=list)
 
 
@@ -203,15 +206,17 @@ class CleaningReport:
     records_read: int = 0
     parts: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    swept: list[str] = field(default_factory=list)  # killed runs' temporaries, removed
 
     def file(self, path: str) -> FileReport:
         if path not in self.files:
             self.files[path] = FileReport(path)
         return self.files[path]
 
-    def skip(self, reason: str, example: SkipExample) -> None:
+    def skip(self, reason: str, example: SkipExample, rows: int = 1) -> None:
         entry = self.skipped.setdefault(reason, SkipCount())
         entry.count += 1
+        entry.rows += rows
         if len(entry.examples) < MAX_SKIP_EXAMPLES:
             entry.examples.append(example)
 
@@ -221,8 +226,9 @@ class CleaningReport:
 
     @property
     def rows_skipped(self) -> int:
-        """Rows and records skipped (a skipped record counts once, whatever it would give)."""
-        return sum(item.count for item in self.skipped.values())
+        """Rows lost: a skipped row counts 1, a record skipped whole the rows it would have
+        given (``SourceSpec.rows_per_record``)."""
+        return sum(item.rows for item in self.skipped.values())
 
     @property
     def bytes_written(self) -> int:
@@ -267,7 +273,11 @@ class CleaningReport:
             "conditions": dict(sorted(self.condition_counts.items())),
             "tags": dict(sorted(self.tag_counts.items())),
             "skipped": {
-                reason: {"count": entry.count, "examples": [e.as_dict() for e in entry.examples]}
+                reason: {
+                    "count": entry.count,
+                    "rows": entry.rows,
+                    "examples": [e.as_dict() for e in entry.examples],
+                }
                 for reason, entry in sorted(self.skipped.items())
             },
         }
@@ -278,6 +288,8 @@ class CleaningReport:
             f"{self.source}: {self.records_read} records -> {self.rows_written} rows in "
             f"{files or 'no files'}; {self.bytes_written} bytes; {self.seconds:.1f}s"
         )
+        for name in self.swept:
+            text += f"\n  removed {name} (left by a cleaning run that died)"
         for reason, entry in sorted(self.skipped.items()):
             text += f"\n  skipped {entry.count}: {reason}"
             for example in entry.examples[:2]:
@@ -381,11 +393,30 @@ def clean_source(
     """
     started = time.monotonic()
     report = CleaningReport(spec.name)
+    # One cleaning run of a source at a time; whoever holds the lock knows that temporaries
+    # of the source's outputs belong to runs that died.
+    with exclusive_lock(cleaning_lock_path(out_root, spec)):
+        for leftover in cleaning_leftovers(spec, out_root):
+            leftover.unlink(missing_ok=True)
+            report.swept.append(leftover.relative_to(out_root).as_posix())
+        _clean_into(spec, Path(out_root), raw_root, batch_size, progress, report)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _clean_into(
+    spec: SourceSpec,
+    out_root: Path,
+    raw_root: Path | None,
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+    report: CleaningReport,
+) -> None:
     with CleanedOutputs(out_root, spec.format, spec.columns) as outputs:
         for relative in spec.static_outputs:
             outputs.writer(relative)
             report.file(relative)
-        for part in spec.layout.parts(spec, raw_root, batch_size):
+        for part in _raw_parts(spec, raw_root, batch_size):
             report.parts.append(part.name)
             if spec.one_output_per_part:
                 outputs.writer(spec.part_output(part.name))
@@ -403,12 +434,60 @@ def clean_source(
             report.files[relative].bytes = (Path(out_root) / relative).stat().st_size
         else:  # a routed output whose rows were all skipped: no file, as data_io writes none
             del report.files[relative]
-    report.seconds = time.monotonic() - started
-    return report
 
 
 class RawReadError(ValueError):
     """A raw file could not be read; the message names the source, the part and its files."""
+
+
+def _damaged_raw_file(spec: SourceSpec, raw_root: Path | None) -> tuple[Path, str] | None:
+    """The first local raw file of ``spec`` that cannot be read through, with why."""
+    if raw_root is None:
+        return None
+    try:
+        return first_unreadable(spec.layout.raw_files(spec, raw_root))
+    except (OSError, ValueError):  # the files cannot even be listed: the original error says why
+        return None
+
+
+def _raw_read_error(
+    spec: SourceSpec, part: str, raw_root: Path | None, report: CleaningReport, error
+) -> RawReadError:
+    """The error for a failed raw read: naming the damaged file when one of the source's
+    local raw files cannot be read through, else the part and where it was read."""
+    damaged = _damaged_raw_file(spec, raw_root)
+    if damaged is not None:
+        path, detail = damaged
+        return RawReadError(
+            f"{spec.name}: cannot read raw file {path} (raw part {part!r}): {detail}"
+        )
+    if raw_root is None:
+        where = f"{spec.hub_id} on the Hub"
+    else:
+        where = f"{spec.layout.describe(spec)} under {raw_root}"
+    return RawReadError(
+        f"{spec.name}: cannot read raw part {part!r} ({where}) after {report.records_read} "
+        f"records of the source: {type(error).__name__}: {error}"
+    )
+
+
+def _raw_parts(spec: SourceSpec, raw_root: Path | None, batch_size: int):
+    """``spec.layout.parts``; a failure to open a part (``datasets`` reads a Parquet file's
+    schema up front) names the damaged file when there is one, else is raised as it is (a
+    missing folder, a bad split list: the layout's own message)."""
+    parts = iter(spec.layout.parts(spec, raw_root, batch_size))
+    while True:
+        try:
+            part = next(parts)
+        except StopIteration:
+            return
+        except (OSError, ValueError, RuntimeError) as error:
+            damaged = _damaged_raw_file(spec, raw_root)
+            if damaged is None:
+                raise
+            path, detail = damaged
+            raise RawReadError(f"{spec.name}: cannot read raw file {path}: {detail}") from error
+        yield part
 
 
 def _read_batches(spec: SourceSpec, part, raw_root: Path | None, report: CleaningReport):
@@ -420,14 +499,7 @@ def _read_batches(spec: SourceSpec, part, raw_root: Path | None, report: Cleanin
         except StopIteration:
             return
         except (OSError, ValueError, RuntimeError) as error:
-            if raw_root is None:
-                where = f"{spec.hub_id} on the Hub"
-            else:
-                where = f"{spec.layout.describe(spec)} under {raw_root}"
-            raise RawReadError(
-                f"{spec.name}: cannot read raw part {part.name!r} ({where}) after "
-                f"{report.records_read} records of the source: {type(error).__name__}: {error}"
-            ) from error
+            raise _raw_read_error(spec, part.name, raw_root, report, error) from error
         yield batch
 
 
@@ -444,12 +516,13 @@ def _clean_record(
         rows = list(spec.clean(record, part))
     except SkipRecord as skip:
         example = SkipExample(_output_name(spec, record, part), None, locator, skip.detail)
-        report.skip(skip.reason, example)
+        report.skip(skip.reason, example, spec.rows_per_record)
         return
     except _RECORD_ERRORS as error:
         reason = f"malformed raw record ({type(error).__name__})"
         detail = f"{type(error).__name__}: {error}"
-        report.skip(reason, SkipExample(_output_name(spec, record, part), None, locator, detail))
+        example = SkipExample(_output_name(spec, record, part), None, locator, detail)
+        report.skip(reason, example, spec.rows_per_record)
         return
     for produced in rows:
         file_report = report.file(spec.output_of_row(produced, relative))

@@ -624,14 +624,17 @@ def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, 
     raw.mkdir(parents=True)
     (raw / "train.jsonl").write_text('{"question": "q", "answer": "a #### 1"}\nnot json\n')
     out = tmp_path / "cleaned"
-    with pytest.raises(RawReadError, match=r"gsm8k_train: cannot read raw part 'main'.*raw"):
+    named = (
+        rf"gsm8k_train: cannot read raw file {raw / 'train.jsonl'} \(raw part 'main'\): .*line 2"
+    )
+    with pytest.raises(RawReadError, match=named):
         clean_source(SOURCES["gsm8k_train"], out, tmp_path / "raw")
     assert not (out / "gsm8k_train.jsonl").exists(), "no half-written output"
 
     code = main(["gsm8k_train", "--raw-root", str(tmp_path / "raw"), "--out", str(out)])
     assert code == 1
     err = capsys.readouterr().err
-    assert "error: gsm8k_train: cannot read raw part 'main'" in err
+    assert f"error: gsm8k_train: cannot read raw file {raw / 'train.jsonl'}" in err
     assert "Traceback" not in err
 
 

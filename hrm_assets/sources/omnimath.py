@@ -83,6 +83,7 @@ OMNIMATH = SourceSpec(
     clean=clean_omnimath,
     layout=HubLayout(config_dir="."),
     demo=demo_omnimath,
+    rows_per_record=2,  # a skipped problem loses its cot row and its direct row
     description="Omni-MATH olympiad problems: solutions (cot) and answers (direct).",
 )
 

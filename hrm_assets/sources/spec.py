@@ -99,6 +99,9 @@ class SourceSpec:
       source's data_io script builds its dicts; cleaned rows are always ``Row`` tuples.
     - ``clean``: pure function raw record -> cleaned rows; raises :class:`SkipRecord` where
       data_io would crash or assert.
+    - ``rows_per_record``: how many rows a record gives, for sources where that is fixed
+      (Omni-MATH: a ``cot`` and a ``direct`` row); a record skipped whole counts that many
+      skipped rows (1, the least it could have given, where the number varies).
     - ``layout``: how raw files are found (Hub mirror by default) and how the demo is written.
     - ``demo``: invented records for the demo corpus (``python -m hrm_assets.demo``).
     """
@@ -118,6 +121,7 @@ class SourceSpec:
     route_outputs: tuple[str, ...] = ()
     columns: tuple[str, ...] = FIELDS
     one_output_per_part: bool = False
+    rows_per_record: int = 1
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
