@@ -66,8 +66,19 @@ class CleanedFile:
 @dataclass(frozen=True)
 class CleanedScan:
     files: list[CleanedFile]
-    # Symlinked cleaned files, skipped as data_io skips them; callers report them.
+    # Symlinks skipped as data_io's walk skips them (links to cleaned files, links to
+    # folders, which are not followed, and dangling links); callers report them
+    # (:func:`describe_skipped_link`).
     symlinks: list[Path]
+
+
+def describe_skipped_link(path: Path) -> str:
+    """What a skipped symlink of :class:`CleanedScan` is, for a warning."""
+    if not path.exists():
+        return "a dangling symlink"
+    if path.is_dir():
+        return "a symlinked folder, not followed"
+    return "a symlink"
 
 
 def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
@@ -79,8 +90,8 @@ def scan_cleaned_tree(roots: list[Path] | Path) -> CleanedScan:
     """Every ``.jsonl``/``.parquet`` file under the roots, sorted by safe name, as data_io's
     tokenizer finds them: hidden files and folders are data (``.x.jsonl`` is tokenized), but
     ``.tmp-*`` entries (outputs being written) are not. Symlinked folders are not followed, and
-    symlinked files are skipped and listed in ``symlinks``. Two files that map to the same safe
-    name raise :class:`LayoutError` naming both.
+    they, symlinked files and dangling links are skipped and listed in ``symlinks``. Two files
+    that map to the same safe name raise :class:`LayoutError` naming both.
     """
     if isinstance(roots, (str, Path)):
         roots = [Path(roots)]
@@ -94,8 +105,18 @@ def scan_cleaned_tree(roots: list[Path] | Path) -> CleanedScan:
         # rglob plus relative_to cost several times the directory reads themselves.
         for folder, subfolders, names in os.walk(root):
             subfolders[:] = [name for name in subfolders if not name.startswith(TMP_PREFIX)]
+            # os.walk lists links to folders among the folders and does not follow them.
+            symlinks.extend(
+                Path(folder, name) for name in subfolders if os.path.islink(Path(folder, name))
+            )
             for name in names:
-                if name.startswith(TMP_PREFIX) or not is_cleaned_name(name):
+                if name.startswith(TMP_PREFIX):
+                    continue
+                if not is_cleaned_name(name):
+                    # A dangling link may have named a cleaned file or folder: say so.
+                    path = Path(folder, name)
+                    if os.path.islink(path) and not os.path.exists(path):
+                        symlinks.append(path)
                     continue
                 path = Path(folder, name)
                 if not is_cleaned_file(path):

@@ -71,7 +71,7 @@ from hrm_assets.framing import (
     tokenizer_info_json,
 )
 from hrm_assets.hashing import file_sha256, value_sha256
-from hrm_assets.layout import CleanedFile, scan_cleaned_tree
+from hrm_assets.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
 from hrm_assets.manifest import read_manifest, sizes_match
 
 CODE_VERSION = f"hrm-tokenize/{_tokenizer.FORMAT_VERSION}"
@@ -508,7 +508,7 @@ class TreeReport:
     failures: list[tuple[str, str]] = field(default_factory=list)  # (safe name, message)
     pruned: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)  # stale .tmp- leftovers removed
-    symlinks: list[Path] = field(default_factory=list)  # symlinked cleaned files, skipped
+    symlinks: list[Path] = field(default_factory=list)  # skipped links (CleanedScan.symlinks)
     seconds: float = 0.0
 
 
@@ -633,7 +633,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in report.pruned:
         print(f"pruned {name} (its cleaned file is gone)", file=sys.stderr)
     for path in report.symlinks:
-        print(f"warning: skipped {path}: a symlink (data_io skips them too)", file=sys.stderr)
+        print(
+            f"warning: skipped {path}: {describe_skipped_link(path)} (data_io skips them too)",
+            file=sys.stderr,
+        )
     for outcome in report.outcomes:
         if outcome.nulls:
             print(

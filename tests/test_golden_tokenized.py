@@ -126,9 +126,12 @@ def test_symlinks_are_skipped_and_reported_nulls_counted(tmp_path):
     assert "warning: skipped cleaned/linked.jsonl: a symlink (data_io skips them too)" in (
         result.stderr
     )
-    # Only the file: a symlinked folder is not entered, as with data_io.
-    assert "linked_dir" not in result.stderr
-    assert "skipped 0 unchanged and 1 symlinked" in result.stderr
+    # A symlinked folder is not entered, as with data_io, but said so (issue 16).
+    assert (
+        "warning: skipped cleaned/linked_dir: a symlinked folder, not followed (data_io skips "
+        "them too)" in result.stderr
+    )
+    assert "skipped 0 unchanged and 2 symlinked" in result.stderr
     assert (
         "warning: flan__cot_fsopt_data__task.parquet: 4 Parquet null(s) read as empty strings"
         in result.stderr

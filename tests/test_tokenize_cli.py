@@ -23,7 +23,7 @@ from test_rust_tokenizer import (
 
 from hrm_assets.framing import Framing
 from hrm_assets.hashing import file_sha256
-from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.layout import scan_cleaned_files, scan_cleaned_tree
 from hrm_assets.tokenize import (
     CODE_VERSION,
     OWNER_MARKER,
@@ -401,3 +401,28 @@ def test_python_api_for_dagster(cleaned, tmp_path, small_tokenizer_path):
     assert remove_owned_output(out, item.safe_name)
     assert not (out / item.safe_name).exists()
     assert not remove_owned_output(out, item.safe_name)
+
+
+def test_skipped_links_are_reported_each_by_kind(capsys, tmp_path, small_tokenizer_path):
+    # data_io's walk skips them all; none may be skipped silently (issue 16).
+    root = tmp_path / "cleaned"
+    write_jsonl(root / "real" / "a.jsonl", [{"condition": "", "instruction": "q", "response": "r"}])
+    (root / "linked_dir").symlink_to("real")
+    (root / "linked.jsonl").symlink_to("real/a.jsonl")
+    (root / "dangling.jsonl").symlink_to("gone.jsonl")
+    (root / "dangling_dir").symlink_to("gone")
+    scan = scan_cleaned_tree(root)
+    assert [item.safe_name for item in scan.files] == ["real__a.jsonl"]
+    links = ["dangling.jsonl", "dangling_dir", "linked.jsonl", "linked_dir"]
+    assert scan.symlinks == [root / name for name in links]
+
+    code, err = run_cli(capsys, root, "-o", tmp_path / "out", "-t", small_tokenizer_path)
+    assert code == 0, err
+    for name, kind in [
+        ("dangling.jsonl", "a dangling symlink"),
+        ("dangling_dir", "a dangling symlink"),
+        ("linked.jsonl", "a symlink"),
+        ("linked_dir", "a symlinked folder, not followed"),
+    ]:
+        assert f"warning: skipped {root / name}: {kind} (data_io skips them too)" in err
+    assert "and 4 symlinked" in err
