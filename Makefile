@@ -19,12 +19,14 @@ install: extension
 # packages the library. The first build compiles ~190 crates: about 10 minutes on 2 cores.
 PY_EXE := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 PY_SIGNATURE := $(shell $(PYTHON) -c 'import platform, sys; print("{}-{}.{}-{}bit".format(platform.python_implementation().lower(), *sys.version_info[:2], 64 if sys.maxsize > 2**32 else 32))')
+MATURIN_ENV := PYO3_BUILD_EXTENSION_MODULE=1 PYO3_ENVIRONMENT_SIGNATURE=$(PY_SIGNATURE) \
+  PYO3_PYTHON=$(PY_EXE) PYTHON_SYS_EXECUTABLE=$(PY_EXE)
+FEATURES := --features pyo3/extension-module
 extension:
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	@echo "==> compiling the Rust core (first time: about 10 minutes on 2 cores; then seconds)"
-	cd rust_tokenizer && PYO3_BUILD_EXTENSION_MODULE=1 PYO3_ENVIRONMENT_SIGNATURE=$(PY_SIGNATURE) \
-	  PYO3_PYTHON=$(PY_EXE) PYTHON_SYS_EXECUTABLE=$(PY_EXE) \
-	  cargo rustc --locked --profile release --features pyo3/extension-module --lib --crate-type cdylib
+	cd rust_tokenizer && $(MATURIN_ENV) \
+	  cargo rustc --locked --profile release $(FEATURES) --lib --crate-type cdylib
 
 demo: install
 	$(PYTHON) -m hrm_assets.quickstart
@@ -39,9 +41,11 @@ system-packages:
 	scripts/system-packages
 
 # The Rust core on its own: unit tests and the fast encoder's proptest oracles (the
-# `tokenizers` crate and the onig regex run on random Unicode).
+# `tokenizers` crate and the onig regex run on random Unicode). Same features and environment
+# as the extension, and --lib (the crate has no doctests or integration tests, which would want
+# every dependency compiled a second way): only the test crates and the test binary compile.
 test-rust:
-	cd rust_tokenizer && cargo test --release --locked
+	cd rust_tokenizer && $(MATURIN_ENV) cargo test --release --locked $(FEATURES) --lib
 
 test-fast: install
 	$(PYTHON) -m pytest -q
