@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -55,10 +56,28 @@ def validate_row(obj: object, path: Path | str, row: int) -> Row:
     return Row(*values)
 
 
+# The whitespace JSON allows around a value. bytes.strip() would also take a form feed or a
+# vertical tab, which data_io's serde_json (and our Rust reader) reject as malformed.
+JSON_WHITESPACE = b" \t\r\n"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a decoded JSON value holds a lone surrogate (``"\\ud800"``): ``json.loads``
+    accepts the escape, serde_json (data_io's reader, and ours) rejects it as not Unicode."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_lone_surrogate(key) or _lone_surrogate(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
 def _iter_jsonl(path: Path) -> Iterator[Row]:
     with open(path, "rb") as handle:
         for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
+            if not line.strip(JSON_WHITESPACE):
                 continue
             try:
                 obj = json.loads(line)
@@ -66,6 +85,11 @@ def _iter_jsonl(path: Path) -> Iterator[Row]:
                 raise RowError(path, line_number, None, f"invalid UTF-8: {exc}") from None
             except json.JSONDecodeError as exc:
                 raise RowError(path, line_number, None, f"malformed JSON: {exc}") from None
+            # Surrogates come only from \u escapes (raw ones are invalid UTF-8): look only then.
+            if b"\\u" in line and _lone_surrogate(obj):
+                raise RowError(
+                    path, line_number, None, "malformed JSON: a \\u escape is a lone surrogate"
+                )
             yield validate_row(obj, path, line_number)
 
 

@@ -128,7 +128,7 @@ impl JsonlReader {
                 // Python's json.loads accepts a UTF-8 byte order mark; so do we.
                 line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
             }
-            let line = line.trim_ascii();
+            let line = trim_json_whitespace(line);
             if line.is_empty() {
                 continue;
             }
@@ -138,6 +138,19 @@ impl JsonlReader {
         }
         Ok((!rows.is_empty()).then_some(rows))
     }
+}
+
+/// `line` without the whitespace JSON allows around a value (space, tab, CR, LF), as
+/// data_io's serde_json stream reads it. Other ASCII whitespace (a form feed) stays, and makes
+/// the line malformed, as with data_io and Python's `json.loads`.
+fn trim_json_whitespace(line: &[u8]) -> &[u8] {
+    let is_space = |byte: &u8| matches!(byte, b' ' | b'\t' | b'\r' | b'\n');
+    let start = line.iter().position(|b| !is_space(b)).unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !is_space(b))
+        .map_or(start, |last| last + 1);
+    &line[start..end]
 }
 
 fn parse_json_row(line: &[u8], path: &Path, number: u64) -> Result<Row> {
@@ -499,6 +512,31 @@ mod tests {
         );
         let rows: Vec<Row> = read_all(&path, 10).unwrap().into_iter().flatten().collect();
         assert_eq!(rows[0].instruction, "q");
+    }
+
+    #[test]
+    fn jsonl_form_feed_and_lone_surrogate_are_malformed_json() {
+        // data_io's serde_json rule: only space, tab, CR and LF around a value; a \u escape
+        // must be valid Unicode (a lone surrogate is not).
+        let dir = tempfile::tempdir().unwrap();
+        let row = "{\"condition\":\"\",\"instruction\":\"q\",\"response\":\"a\"}";
+        let lone = "{\"condition\":\"\",\"instruction\":\"\\ud800\",\"response\":\"a\"}";
+        for (name, text) in [
+            ("leading_ff.jsonl", format!("{row}\n\u{c}{row}\n")),
+            ("trailing_ff.jsonl", format!("{row}\n{row}\u{c}\n")),
+            ("only_ff.jsonl", format!("{row}\n\u{c}\n")),
+            ("surrogate.jsonl", format!("{row}\n{lone}\n")),
+        ] {
+            let path = write_file(dir.path(), name, &text);
+            let err = read_all(&path, 10).unwrap_err();
+            assert!(matches!(err, Error::Row { row: 2, .. }), "{name}: {err}");
+            assert!(err.to_string().contains("malformed JSON"), "{name}: {err}");
+        }
+        let path = write_file(dir.path(), "spaces.jsonl", &format!(" \t{row}\r\n\t\n"));
+        assert_eq!(
+            read_all(&path, 10).unwrap().into_iter().flatten().count(),
+            1
+        );
     }
 
     #[test]
