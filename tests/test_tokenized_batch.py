@@ -229,3 +229,18 @@ def test_files_per_run_spreads_a_backfill(monkeypatch):
     monkeypatch.setenv(FILES_PER_RUN_ENV, "lots")
     with pytest.raises(ValueError, match="expected a positive number of files"):
         tokenize_backfill_policy()
+
+
+def test_nested_roots_fail_the_step_before_anything_is_written(instance, data_paths, flan):
+    # The tokenized root lies inside the cleaned root (through a link): the step must refuse
+    # before writing tokenizer_info.json or any folder among the cleaned files.
+    inside = data_paths.cleaned_root / "flan" / "tokenized_here"
+    inside.mkdir()
+    data_paths.tokenized_root.parent.mkdir(parents=True, exist_ok=True)
+    data_paths.tokenized_root.symlink_to(inside, target_is_directory=True)
+
+    result = run_all(instance, data_paths)
+
+    assert not result.success
+    assert "inside" in str(result.get_step_failure_events()[0].step_failure_data.error)
+    assert list(inside.iterdir()) == []

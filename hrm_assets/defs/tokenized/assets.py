@@ -42,6 +42,7 @@ from hrm_assets.tokenize import (
     TokenizeFailure,
     TokenizeOutcome,
     TokenizerSetup,
+    check_roots_apart,
     tokenize_files,
     write_tokenizer_info,
 )
@@ -127,6 +128,8 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
         setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
         tokenized_root = data_paths.tokenized_root
+        # Before anything is written: nested roots would put outputs among the cleaned files.
+        check_roots_apart([data_paths.cleaned_root], tokenized_root)
         write_tokenizer_info(tokenized_root, setup)
         vocab_size = tokenized_vocab_size(tokenized_root)
         instance = context.instance
