@@ -41,7 +41,8 @@ def cleaned_files_sensor(
     if scan.symlinks:
         names = ", ".join(str(path.relative_to(cleaned_root)) for path in scan.symlinks[:5])
         context.log.warning(
-            f"{len(scan.symlinks)} symlinked cleaned file(s) skipped, as data_io skips them: "
+            f"{len(scan.symlinks)} link(s) in the cleaned tree skipped "
+            "(files, folders or dangling), as data_io skips them: "
             f"{names}{', ...' if len(scan.symlinks) > 5 else ''}"
         )
     return dg.SensorResult(dynamic_partitions_requests=requests)
