@@ -146,4 +146,4 @@ def mark_failed(
             step_key,
             AssetMaterializationPlannedData(asset_key, partition=partition),
         )
-        context.instance.report_dagster_event(planned, run_id=context.run_id)
+        context.instance.report_dagster_event(planned, run_id=context.run.run_id)
