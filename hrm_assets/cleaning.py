@@ -471,36 +471,43 @@ def _raw_read_error(
     )
 
 
+def _named_read_errors(items, replacement_for):
+    """``items``, a read failure (``OSError``, ``ValueError``, ``RuntimeError``) replaced by
+    ``replacement_for(error)``, or raised as it is when that gives None."""
+    iterator = iter(items)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except (OSError, ValueError, RuntimeError) as error:
+            replacement = replacement_for(error)
+            if replacement is None:
+                raise
+            raise replacement from error
+        yield item
+
+
 def _raw_parts(spec: SourceSpec, raw_root: Path | None, batch_size: int):
     """``spec.layout.parts``; a failure to open a part (``datasets`` reads a Parquet file's
     schema up front) names the damaged file when there is one, else is raised as it is (a
     missing folder, a bad split list: the layout's own message)."""
-    parts = iter(spec.layout.parts(spec, raw_root, batch_size))
-    while True:
-        try:
-            part = next(parts)
-        except StopIteration:
-            return
-        except (OSError, ValueError, RuntimeError) as error:
-            damaged = _damaged_raw_file(spec, raw_root)
-            if damaged is None:
-                raise
-            path, detail = damaged
-            raise RawReadError(f"{spec.name}: cannot read raw file {path}: {detail}") from error
-        yield part
+
+    def damaged_file_error(_error: Exception) -> RawReadError | None:
+        damaged = _damaged_raw_file(spec, raw_root)
+        if damaged is None:
+            return None
+        path, detail = damaged
+        return RawReadError(f"{spec.name}: cannot read raw file {path}: {detail}")
+
+    return _named_read_errors(spec.layout.parts(spec, raw_root, batch_size), damaged_file_error)
 
 
 def _read_batches(spec: SourceSpec, part, raw_root: Path | None, report: CleaningReport):
     """``part.batches``, with a read failure turned into an error saying where it happened."""
-    batches = iter(part.batches)
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except (OSError, ValueError, RuntimeError) as error:
-            raise _raw_read_error(spec, part.name, raw_root, report, error) from error
-        yield batch
+    return _named_read_errors(
+        part.batches, lambda error: _raw_read_error(spec, part.name, raw_root, report, error)
+    )
 
 
 def _clean_record(
