@@ -43,7 +43,7 @@ from hrm_assets.framing import split_condition
 from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.raw_damage import first_unreadable
 from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
-from hrm_assets.sources import SOURCES, SkipRecord, SourceSpec, get_source
+from hrm_assets.sources import SOURCES, SkippedRow, SkipRecord, SourceSpec, get_source
 
 DEFAULT_BATCH_SIZE = 8192
 MAX_SKIP_EXAMPLES = 5
@@ -316,7 +316,10 @@ def source_code_version(spec: SourceSpec) -> str:
     }
     files = sorted(Path(sys.modules[name].__file__).resolve() for name in modules)
     # The name is part of it: sources of one family module share files but not their rules.
-    return value_sha256([spec.name, [[path.name, file_sha256(path)] for path in files]])
+    identity = [spec.name, [[path.name, file_sha256(path)] for path in files]]
+    if spec.rules_version:  # rules kept outside the code (sources.yaml); code sources have none
+        identity.append(spec.rules_version)
+    return value_sha256(identity)
 
 
 # -- the cleaning run --------------------------------------------------------------------------
@@ -532,6 +535,9 @@ def _clean_record(
         report.skip(reason, example, spec.rows_per_record)
         return
     for produced in rows:
+        if isinstance(produced, SkippedRow):
+            report.skip(produced.reason, SkipExample(relative, None, locator, produced.detail))
+            continue
         file_report = report.file(spec.output_of_row(produced, relative))
         file_report.candidates += 1
         row, problem = check_row(produced, file_report.path, file_report.candidates)

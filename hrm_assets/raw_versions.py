@@ -48,4 +48,7 @@ def observe_hub(spec: SourceSpec, timeout: float = 10.0) -> RawObservation:
 
 
 def observe_raw(spec: SourceSpec, raw_root: Path | None) -> RawObservation:
+    own_root = getattr(spec.layout, "own_root", None)
+    if own_root is not None:  # a layout that reads its own folder (a declared local source)
+        return observe_local(spec, own_root)
     return observe_local(spec, raw_root) if raw_root is not None else observe_hub(spec)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 DATA_ROOT_ENV = "HRM_DATA_ROOT"
 RAW_ROOT_ENV = "HRM_RAW_ROOT"
+SOURCES_YAML_ENV = "HRM_SOURCES_YAML"
+SOURCES_YAML_NAME = "sources.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,6 +21,16 @@ def raw_root() -> Path | None:
     """Local mirror of the raw sources (``$HRM_RAW_ROOT``), or None to load from the Hub."""
     value = os.environ.get(RAW_ROOT_ENV)
     return Path(value).absolute() if value else None
+
+
+def sources_yaml_path() -> Path | None:
+    """The declared sources' file: ``$HRM_SOURCES_YAML`` (set but empty: none), else
+    ``./sources.yaml`` when it exists, else None (no declared sources)."""
+    value = os.environ.get(SOURCES_YAML_ENV)
+    if value is not None:
+        return Path(value).absolute() if value else None
+    default = Path(SOURCES_YAML_NAME).absolute()
+    return default if default.is_file() else None
 
 
 def cleaned_root(root: Path | None = None) -> Path:

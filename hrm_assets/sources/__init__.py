@@ -4,6 +4,9 @@ Adding a source family is one module: ``sources/<family>.py`` defines the pure c
 function(s), a demo generator in the raw schema, and ``SPECS = (SourceSpec(...), ...)``; then
 it is found automatically (any module of this package that defines ``SPECS``). The registry
 checks that names and output paths (and their tokenized folder names) are unique.
+
+Sources declared in ``sources.yaml`` (:mod:`hrm_assets.sources.declared`) follow the built-in
+ones; a declared name equal to a built-in one is an error.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hrm_assets.sources.spec import (
     RawPart,
     Record,
     RouteFn,
+    SkippedRow,
     SkipRecord,
     SourceSpec,
 )
@@ -56,6 +60,9 @@ def _load_specs() -> list[SourceSpec]:
     for module_name in _package_modules():
         module = importlib.import_module(f"{__name__}.{module_name}")
         specs.extend(getattr(module, "SPECS", ()))
+    from hrm_assets.sources.declared import configured_specs
+
+    specs.extend(configured_specs(reserved=[spec.name for spec in specs]))
     return specs
 
 
@@ -79,6 +86,7 @@ __all__ = [
     "RawPart",
     "Record",
     "RouteFn",
+    "SkippedRow",
     "SkipRecord",
     "SourceSpec",
     "build_registry",

@@ -34,6 +34,15 @@ class SkipRecord(Exception):  # noqa: N818 - it is a signal, not an error of the
 
 
 @dataclass(frozen=True)
+class SkippedRow:
+    """Yielded by a cleaning function in place of a row it leaves out (a declared filter), so
+    the row is counted under ``reason`` instead of vanishing; the record's other rows stay."""
+
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class RawPart:
     """One independently loaded piece of a source (a Hub config, a local sub-folder).
 
@@ -104,6 +113,8 @@ class SourceSpec:
       skipped rows (1, the least it could have given, where the number varies).
     - ``layout``: how raw files are found (Hub mirror by default) and how the demo is written.
     - ``demo``: invented records for the demo corpus (``python -m hrm_assets.demo``).
+    - ``rules_version``: a hash of cleaning rules kept outside the code (a declared source's
+      entry in ``sources.yaml``), part of the source's code version; empty for code sources.
     """
 
     name: str
@@ -122,6 +133,7 @@ class SourceSpec:
     columns: tuple[str, ...] = FIELDS
     one_output_per_part: bool = False
     rows_per_record: int = 1
+    rules_version: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
