@@ -5,7 +5,7 @@ export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: install extension demo test test-fast test-rust system-packages bench lint
+.PHONY: install extension demo test test-fast test-rust system-packages test-packages bench lint
 
 # pip's own lines (what it downloads and installs), less one per dependency already there.
 install: extension
@@ -33,12 +33,19 @@ demo: install
 
 # Every test runs: the programs the slow tests need are installed first (or the command to
 # install them is printed), and a skipped test fails the run (--no-skips, tests/conftest.py).
-test: install system-packages test-rust
+test: install system-packages test-packages test-rust
 	$(PYTHON) -m pytest -q --no-skips
 	$(PYTHON) -m pytest -q --no-skips -m slow
 
 system-packages:
 	scripts/system-packages
+
+# The Python packages only slow tests need: the `megatron` extra of pyproject.toml
+# (megatron-core, which reads our Megatron export in tests/test_export_megatron.py, and torch
+# with its CUDA libraries: about 3 GB, 2 minutes the first time, nothing afterwards).
+MEGATRON_EXTRA = $(shell $(PYTHON) -c "import tomllib; print(' '.join(repr(r) for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['megatron']))")
+test-packages:
+	$(PYTHON) -m pip install --progress-bar off $(MEGATRON_EXTRA) | { grep -v '^Requirement already satisfied' || true; }
 
 # The Rust core on its own: unit tests and the fast encoder's proptest oracles (the
 # `tokenizers` crate and the onig regex run on random Unicode). Same features and environment

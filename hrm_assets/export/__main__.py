@@ -1,0 +1,5 @@
+import sys
+
+from hrm_assets.export.cli import main
+
+sys.exit(main())

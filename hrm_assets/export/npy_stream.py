@@ -1,0 +1,89 @@
+"""Files written in chunks and hashed as they are written, for the manifest.
+
+An export's arrays are too large to build in memory; each is written a chunk at a time, its
+SHA-256 computed over the very bytes written (no second read), and closed with a check that
+exactly the announced number of elements arrived, so a bug can never leave a short file whose
+header claims more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+ManifestEntry = dict[str, int | str]
+
+
+def npy_header_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The header ``numpy.save`` writes for a C-order array of ``dtype`` and ``shape``."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header,
+        {
+            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+            "fortran_order": False,
+            "shape": tuple(int(n) for n in shape),
+        },
+    )
+    return header.getvalue()
+
+
+class StreamedFile:
+    """A file of ``count`` elements of ``dtype`` after an optional ``prefix`` (a header),
+    appended to with :meth:`write`; :meth:`close` fsyncs it and returns its manifest entry."""
+
+    def __init__(self, path: Path, dtype: np.dtype, count: int, prefix: bytes = b""):
+        self.path = Path(path)
+        self.dtype = np.dtype(dtype)
+        self.count = int(count)
+        self.written = 0
+        self._digest = hashlib.sha256(prefix)
+        self._size = len(prefix)
+        self._handle = open(self.path, "wb")  # noqa: SIM115 (closed by close())
+        self._handle.write(prefix)
+
+    def write(self, values: np.ndarray) -> None:
+        values = np.ascontiguousarray(values, dtype=self.dtype).reshape(-1)
+        if self.written + len(values) > self.count:
+            raise ValueError(
+                f"{self.path}: {self.written + len(values)} elements written, "
+                f"{self.count} announced"
+            )
+        data = memoryview(values).cast("B")
+        self._digest.update(data)
+        self._handle.write(data)
+        self._size += len(data)
+        self.written += len(values)
+
+    def close(self) -> ManifestEntry:
+        if self.written != self.count:
+            self._handle.close()
+            raise ValueError(
+                f"{self.path}: {self.written} elements written, {self.count} announced"
+            )
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        return {"sha256": self._digest.hexdigest(), "size": self._size}
+
+    def abandon(self) -> None:
+        """Close without checks (the caller is failing; the staged folder goes with it)."""
+        self._handle.close()
+
+
+def streamed_npy(path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> StreamedFile:
+    """A :class:`StreamedFile` that becomes a ``.npy`` of ``shape`` (filled in C order)."""
+    count = int(np.prod(shape, dtype=np.int64))
+    return StreamedFile(path, dtype, count, npy_header_bytes(dtype, shape))
+
+
+def save_small_npy(path: Path, array: np.ndarray) -> ManifestEntry:
+    """Write a whole (index-sized) array as ``numpy.save`` would; return its manifest entry."""
+    array = np.ascontiguousarray(array)
+    stream = streamed_npy(path, array.dtype, array.shape)
+    stream.write(array)
+    return stream.close()

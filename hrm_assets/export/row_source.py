@@ -1,0 +1,394 @@
+"""The rows an export writes, and reading their tokens a chunk at a time.
+
+A row is one instruction span followed by its response span, with data_io's framing as the
+tokenized and sampled arrays hold them (``[BOQ, tags..., instruction..., EOQ]`` then
+``[response..., EOA]``, the response possibly truncated by the sampler's ``long_context``
+rule). Two sources:
+
+- a sampled folder's epoch: ``tokens.npy`` and ``epoch_N/{inst,resp}_{start,len}.npy``, rows in
+  the epoch's (shuffled) order;
+- a whole tokenized root: every task folder in sorted name order (the sampler's order), every
+  row of it in file order, untruncated.
+
+A :class:`RowTable` holds only the spans (four int64 per row), never tokens; a
+:class:`RowReader` gathers the tokens of a chunk of rows from memory-mapped token files, so
+the memory an export needs is the index plus one chunk, whatever the corpus size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hrm_assets.manifest import MANIFEST_FILE
+from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers_quickly, npy_layout_quickly
+from hrm_assets.sampling import (
+    SPAN_FIELDS,
+    TOKENS_FILE,
+    SamplingError,
+    load_spans,
+    load_tokenizer_info,
+    task_directories,
+)
+from hrm_assets.tokenized_snapshot import SnapshotError, tokenized_snapshot
+
+SAMPLED_METADATA_FILE = "metadata.json"
+EPOCH_DIR = re.compile(r"epoch_(\d+)")
+# Token files kept mapped at once while gathering (a corpus has thousands of task files).
+OPEN_TOKEN_FILES = 64
+
+
+class RowSourceError(ValueError):
+    """The rows cannot be read as given; the message names the file, the row and the field."""
+
+
+@dataclass(frozen=True)
+class TokenFile:
+    """One ``tokens.npy`` rows point into, and what its rows are called in reports."""
+
+    path: Path
+    layout: NpyLayout
+    name: str
+
+
+@dataclass(frozen=True)
+class RowTable:
+    """Every row to export, as spans into token files (int64 arrays of one length).
+
+    File ``f`` owns rows ``row_bounds[f]:row_bounds[f + 1]``; spans are offsets in its tokens.
+    """
+
+    description: str
+    token_files: list[TokenFile]
+    row_bounds: np.ndarray
+    inst_start: np.ndarray
+    inst_len: np.ndarray
+    resp_start: np.ndarray
+    resp_len: np.ndarray
+    tokenizer_info: dict[str, Any]
+    # The sampler's context_size (metadata.json's max_seq_len); None for a tokenized root.
+    context_size: int | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return len(self.inst_len)
+
+    @property
+    def row_lengths(self) -> np.ndarray:
+        return self.inst_len + self.resp_len
+
+    @property
+    def vocab_size(self) -> int | None:
+        value = self.tokenizer_info.get("vocab_size")
+        return None if value is None else int(value)
+
+    def file_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.row_bounds, rows, side="right") - 1
+
+    def file_rows(self) -> list[dict[str, Any]]:
+        """Per token file: its name and its rows' range in this table (for reports)."""
+        return [
+            {
+                "name": token_file.name,
+                "first_row": int(self.row_bounds[index]),
+                "rows": int(self.row_bounds[index + 1] - self.row_bounds[index]),
+            }
+            for index, token_file in enumerate(self.token_files)
+        ]
+
+
+def _span_problem(
+    spans: dict[str, np.ndarray], token_count: int, where: dict[str, str]
+) -> str | None:
+    """The first row whose spans are negative, empty where a token is required, or past the
+    ``token_count`` tokens, as a message naming the file (``where[field]``), row and field."""
+    for name in SPAN_FIELDS:
+        negative = np.flatnonzero(spans[name] < 0)
+        if len(negative):
+            row = int(negative[0])
+            return f"{where[name]}: row {row}: {name} is negative ({int(spans[name][row])})"
+    for kind in ("inst", "resp"):
+        start, length = spans[f"{kind}_start"], spans[f"{kind}_len"]
+        past = np.flatnonzero(start + length > token_count)
+        if len(past):
+            row = int(past[0])
+            return (
+                f"{where[f'{kind}_len']}: row {row}: {kind}_start + {kind}_len = "
+                f"{int(start[row] + length[row])}, past the {token_count} tokens of {TOKENS_FILE}"
+            )
+    empty = np.flatnonzero(spans["inst_len"] + spans["resp_len"] == 0)
+    if len(empty):
+        row = int(empty[0])
+        return f"{where['inst_len']}: row {row}: inst_len and resp_len are both 0 (an empty row)"
+    return None
+
+
+def _load_epoch_array(path: Path) -> np.ndarray:
+    try:
+        array = load_integers_quickly(str(path))
+    except NpyFileError as exc:
+        raise RowSourceError(str(exc)) from None
+    if array.dtype == np.uint64:
+        return array.view(np.int64)  # past 2**63 turns negative, refused as out of range
+    return array.astype(np.int64)
+
+
+def sampled_epochs(sampled_dir: Path) -> list[int]:
+    """The epoch numbers of a sampled folder (``epoch_N`` folders), sorted."""
+    sampled_dir = Path(sampled_dir)
+    if not sampled_dir.is_dir():
+        raise RowSourceError(f"{sampled_dir}: not a sampled folder (no such directory)")
+    found = []
+    for entry in sampled_dir.iterdir():
+        match = EPOCH_DIR.fullmatch(entry.name)
+        if match and entry.is_dir():
+            found.append(int(match[1]))
+    return sorted(found)
+
+
+def _sampled_metadata(sampled_dir: Path) -> dict[str, Any]:
+    path = sampled_dir / SAMPLED_METADATA_FILE
+    try:
+        metadata = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RowSourceError(f"{path}: missing (not a sampled folder?)") from None
+    except (OSError, ValueError) as exc:
+        raise RowSourceError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("tokenizer_info"), dict):
+        raise RowSourceError(f"{path}: expected an object with a tokenizer_info object")
+    max_seq_len = metadata.get("max_seq_len")
+    if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 2:
+        raise RowSourceError(
+            f"{path}: max_seq_len must be a whole number >= 2, got {max_seq_len!r}"
+        )
+    return metadata
+
+
+def _token_file(path: Path, name: str) -> TokenFile:
+    try:
+        layout = npy_layout_quickly(str(path))
+    except NpyFileError as exc:
+        raise RowSourceError(str(exc)) from None
+    return TokenFile(path=path, layout=layout, name=name)
+
+
+def sampled_epoch_rows(sampled_dir: Path, epoch: int) -> RowTable:
+    """The rows of ``epoch_<epoch>`` of a sampled folder, in the epoch's order.
+
+    Errors (:class:`RowSourceError`) name the file, the row and the field: a missing epoch
+    (listing those present), span arrays of different lengths, a negative value, a span past
+    the end of ``tokens.npy``, an empty row.
+    """
+    sampled_dir = Path(sampled_dir)
+    metadata = _sampled_metadata(sampled_dir)
+    epoch_dir = sampled_dir / f"epoch_{epoch}"
+    if not epoch_dir.is_dir():
+        present = sampled_epochs(sampled_dir)
+        raise RowSourceError(f"{epoch_dir}: no such epoch (the folder has epochs {present})")
+    tokens = _token_file(sampled_dir / TOKENS_FILE, TOKENS_FILE)
+    spans = {name: _load_epoch_array(epoch_dir / f"{name}.npy") for name in SPAN_FIELDS}
+    lengths = {name: len(array) for name, array in spans.items()}
+    if len(set(lengths.values())) > 1:
+        described = ", ".join(f"{name}.npy={n}" for name, n in lengths.items())
+        raise RowSourceError(f"{epoch_dir}: span arrays have different lengths ({described})")
+    where = {name: str(epoch_dir / f"{name}.npy") for name in SPAN_FIELDS}
+    problem = _span_problem(spans, tokens.layout.length, where)
+    if problem is not None:
+        raise RowSourceError(problem)
+    return RowTable(
+        description=f"{sampled_dir} epoch {epoch}",
+        token_files=[tokens],
+        row_bounds=np.array([0, lengths["inst_len"]], dtype=np.int64),
+        tokenizer_info=metadata["tokenizer_info"],
+        context_size=int(metadata["max_seq_len"]),
+        source={"kind": "sampled", "path": str(sampled_dir), "epoch": epoch},
+        **spans,
+    )
+
+
+def tokenized_corpus_rows(tokenized_dir: Path) -> RowTable:
+    """Every row of every task folder of a tokenized root: tasks in sorted name order (the
+    sampler's), rows in file order, untruncated. Each task's arrays are checked as the
+    sampler checks them; errors name the file."""
+    tokenized_dir = Path(tokenized_dir)
+    try:
+        info = load_tokenizer_info(tokenized_dir)
+        tasks = task_directories(tokenized_dir)
+        loaded = [load_spans(task) for task in tasks]
+    except SamplingError as exc:
+        raise RowSourceError(str(exc)) from None
+    token_files, counts = [], []
+    for task, (spans, _) in zip(tasks, loaded, strict=True):
+        token_files.append(_token_file(task / TOKENS_FILE, task.name))
+        counts.append(len(spans.inst_len))
+        empty = np.flatnonzero(spans.inst_len + spans.resp_len == 0)
+        if len(empty):
+            raise RowSourceError(
+                f"{task / 'inst_len.npy'}: row {int(empty[0])}: inst_len and resp_len are both 0 "
+                f"(an empty row)"
+            )
+    bounds = np.zeros(len(tasks) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+
+    def joined(name: str) -> np.ndarray:
+        parts = [getattr(spans, name) for spans, _ in loaded]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    return RowTable(
+        description=f"{tokenized_dir} (whole corpus)",
+        token_files=token_files,
+        row_bounds=bounds,
+        tokenizer_info=info,
+        source={"kind": "tokenized", "path": str(tokenized_dir)},
+        **{name: joined(name) for name in SPAN_FIELDS},
+    )
+
+
+@dataclass(frozen=True)
+class RowBatch:
+    """The tokens of some rows back to back, each row's length and instruction length."""
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+    inst_lengths: np.ndarray
+
+
+def source_dtype(table: RowTable) -> np.dtype:
+    """One dtype that holds the ids of every token file of ``table`` (int64 when empty)."""
+    dtypes = {token_file.layout.dtype for token_file in table.token_files}
+    return np.result_type(*dtypes) if dtypes else np.dtype(np.int64)
+
+
+def _positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(start, start + length)`` of every span (int64)."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    offsets = np.repeat(starts - (ends - lengths), lengths)
+    return offsets + np.arange(total, dtype=np.int64)
+
+
+class RowReader:
+    """Gathers rows' tokens from a :class:`RowTable`'s token files, as ``dtype`` (default:
+    :func:`source_dtype`, so nothing is cast).
+
+    Token files are memory-mapped on first use, at most :data:`OPEN_TOKEN_FILES` at once
+    (least recently used closed first). Use as a context manager.
+    """
+
+    def __init__(self, table: RowTable, dtype: np.dtype | None = None):
+        self.table = table
+        self.dtype = np.dtype(dtype) if dtype is not None else source_dtype(table)
+        self._maps: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    def __enter__(self) -> RowReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._maps.clear()
+
+    def _tokens_of(self, file_index: int) -> np.ndarray:
+        mapped = self._maps.get(file_index)
+        if mapped is None:
+            token_file = self.table.token_files[file_index]
+            layout = token_file.layout
+            if layout.length == 0:
+                mapped = np.zeros(0, dtype=layout.dtype)
+            else:
+                try:
+                    mapped = np.memmap(
+                        token_file.path,
+                        dtype=layout.dtype,
+                        mode="r",
+                        offset=layout.data_offset,
+                        shape=(layout.length,),
+                    )
+                except (OSError, ValueError) as exc:
+                    raise RowSourceError(f"{token_file.path}: cannot be read: {exc}") from None
+            self._maps[file_index] = mapped
+            while len(self._maps) > OPEN_TOKEN_FILES:
+                self._maps.popitem(last=False)
+        else:
+            self._maps.move_to_end(file_index)
+        return mapped
+
+    def read(self, rows: np.ndarray) -> RowBatch:
+        """The tokens of ``rows`` (table row numbers, any order), in that order."""
+        table = self.table
+        rows = np.asarray(rows, dtype=np.int64)
+        inst_len, resp_len = table.inst_len[rows], table.resp_len[rows]
+        lengths = inst_len + resp_len
+        # Each row is two spans (instruction, response), interleaved in row order.
+        span_starts = np.empty(2 * len(rows), dtype=np.int64)
+        span_starts[0::2], span_starts[1::2] = table.inst_start[rows], table.resp_start[rows]
+        span_lengths = np.empty(2 * len(rows), dtype=np.int64)
+        span_lengths[0::2], span_lengths[1::2] = inst_len, resp_len
+        out = np.empty(int(lengths.sum()), dtype=self.dtype)
+        files = table.file_of_rows(rows)
+        row_ends = np.cumsum(lengths)
+        row_starts = row_ends - lengths
+        if len(table.token_files) == 1 or len(rows) == 0:
+            groups = [(0, np.arange(len(rows)))] if len(rows) else []
+        else:
+            order = np.argsort(files, kind="stable")
+            cuts = np.flatnonzero(np.diff(files[order])) + 1
+            groups = [(int(files[part[0]]), part) for part in np.split(order, cuts)]
+        for file_index, members in groups:
+            spans = np.empty(2 * len(members), dtype=np.int64)
+            spans[0::2], spans[1::2] = 2 * members, 2 * members + 1
+            source = self._tokens_of(file_index)[
+                _positions(span_starts[spans], span_lengths[spans])
+            ]
+            if len(groups) == 1:
+                out[:] = source
+            else:
+                out[_positions(row_starts[members], lengths[members])] = source
+        return RowBatch(tokens=out, lengths=lengths, inst_lengths=inst_len)
+
+
+def _manifest_bytes(folder: Path) -> bytes | None:
+    try:
+        return (folder / MANIFEST_FILE).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+@contextlib.contextmanager
+def held_rows(
+    *, sampled_dir: Path | None = None, epoch: int = 0, tokenized_dir: Path | None = None
+) -> Iterator[RowTable]:
+    """The rows of a sampled epoch (``sampled_dir``, ``epoch``) or of a whole tokenized root
+    (``tokenized_dir``), held still while the block reads them.
+
+    A tokenized root is held as the sampler holds it (shared locks on every task folder,
+    :mod:`hrm_assets.tokenized_snapshot`), so a tokenizer waits. A sampled folder is replaced
+    by the sampler as a whole by a rename: its ``manifest.json`` is compared before and after
+    the block, and a folder replaced meanwhile (spans of one version, tokens of another) is a
+    :class:`RowSourceError` telling to export again.
+    """
+    if (sampled_dir is None) == (tokenized_dir is None):
+        raise ValueError("give exactly one of sampled_dir and tokenized_dir")
+    if tokenized_dir is not None:
+        try:
+            with tokenized_snapshot(Path(tokenized_dir), task_directories) as snapshot:
+                yield tokenized_corpus_rows(Path(tokenized_dir))
+                snapshot.release()
+        except SnapshotError as exc:
+            raise RowSourceError(str(exc)) from None
+        return
+    sampled_dir = Path(sampled_dir)
+    before = _manifest_bytes(sampled_dir)
+    yield sampled_epoch_rows(sampled_dir, epoch)
+    if _manifest_bytes(sampled_dir) != before:
+        raise RowSourceError(
+            f"{sampled_dir}: replaced by another sampling run while being exported; "
+            f"nothing was written: export again"
+        )
