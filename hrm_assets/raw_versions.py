@@ -39,7 +39,7 @@ def observe_hub(spec: SourceSpec, timeout: float = 10.0) -> RawObservation:
     try:
         from huggingface_hub import HfApi
 
-        info = HfApi().dataset_info(spec.hub_id, timeout=timeout)
+        info = HfApi().dataset_info(spec.hub_id, timeout=timeout, **spec.revision_option())
     except Exception as exc:  # noqa: BLE001 - any failure to reach the Hub is only reported
         return RawObservation(
             "unreachable", f"hub:{spec.hub_id}", problem=f"{type(exc).__name__}: {exc}"

@@ -2,8 +2,9 @@
 
 The sampler replaces ``output_path`` as a whole (hrm_assets.sampling), so it may only replace
 what it can prove it wrote: a folder whose ``manifest.json`` (hrm_assets.manifest) lists every
-file in it, at any depth, besides the manifest itself and ``metadata.json`` (which manifests
-of older runs did not list), or an empty folder, which holds nothing to lose. Anything else
+file in it, at any depth, besides the manifest itself, ``metadata.json`` (which manifests
+of older runs did not list) and the data card (``DATACARD.md``, ``datacard.json``:
+``hrm_assets.datacard``), or an empty folder, which holds nothing to lose. Anything else
 (a user's ``epoch_7/notes.txt``, a symlink, a folder data_io or a person wrote) is named in an
 error, never deleted.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hrm_assets.datacard import CARD_FILES
 from hrm_assets.manifest import (
     MANIFEST_FILE,
     SAMPLED_METADATA_FILE,
@@ -38,8 +40,10 @@ def unproven_paths(folder: Path) -> list[Path]:
         listed = set(read_manifest(folder)["files"])
     except ManifestError:
         listed = set()
-    # metadata.json is not listed by the manifests of hrm-sample runs before issue 16.
-    proven_files = listed | {MANIFEST_FILE, SAMPLED_METADATA_FILE} if listed else set()
+    # metadata.json is not listed by the manifests of hrm-sample runs before issue 16; the
+    # data card describes the manifest, so no manifest lists it.
+    own = {MANIFEST_FILE, SAMPLED_METADATA_FILE, *CARD_FILES}
+    proven_files = listed | own if listed else set()
     proven_dirs = {
         parent.as_posix() for name in listed for parent in Path(name).parents if parent.parts
     }

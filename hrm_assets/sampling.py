@@ -66,6 +66,7 @@ from hrm_assets.atomic import (
     lock_path_for,
     remove_leftovers,
 )
+from hrm_assets.datacard import DataCardError, write_sampled_data_card
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
@@ -92,6 +93,7 @@ from hrm_assets.sampled_arrays import (
 from hrm_assets.sampled_output import output_target, unproven_paths
 from hrm_assets.sampled_tokenizer import (
     TOKENIZER_DIR,
+    TokenizerChoice,
     TokenizerFolderError,
     choose_tokenizer,
     write_tokenizer_folder,
@@ -953,10 +955,39 @@ def _sample_snapshot(
             manifest = {"files": dict(sorted(entries.items())), "format": MANIFEST_FORMAT}
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
+            result = _sampling_result(
+                config, output, dtype, counts, reports, epoch_tokens, metadata, tokenizer, warnings
+            )
+            # DATACARD.md and datacard.json (hrm_assets.datacard): the run's figures and the
+            # manifest's hashes, in place with the epochs they describe.
+            try:
+                write_sampled_data_card(
+                    staged,
+                    result,
+                    manifest=manifest,
+                    rules=rules,
+                    tokenizer_sha256=tokenizer_sha256,
+                )
+            except DataCardError as exc:
+                raise SamplingError(str(exc)) from None
             # Checked again as late as possible: anything put into the old output while this
             # run worked is refused too, not replaced.
             _refuse_unproven(output)
+    return result
 
+
+def _sampling_result(
+    config: SamplingConfig,
+    output: Path,
+    dtype: np.dtype,
+    counts: list[int],
+    reports: list[TaskReport],
+    epoch_tokens: list[int],
+    metadata: SampledMetadata,
+    tokenizer: TokenizerChoice,
+    warnings: list[str],
+) -> SamplingResult:
+    """The :class:`SamplingResult` of a run whose files are written."""
     by_category: dict[str, list[CoverageStats]] = {}
     for report in reports:
         by_category.setdefault(report.category, []).append(report.stats)

@@ -48,7 +48,8 @@ def test_hrm_sample_writes_data_io_samplers_bytes(tmp_path, seed):
     ours = sha256_of_tree(output)
     assert len(golden) == 14  # tokens.npy, metadata.json, 3 epochs x 4 arrays
     assert {name: ours.get(name) for name in golden} == golden
-    assert set(ours) - set(golden) == {"manifest.json"}
+    # hrm-data's additions: the manifest and the data card (hrm_assets.datacard).
+    assert set(ours) - set(golden) == {"manifest.json", "DATACARD.md", "datacard.json"}
 
     data_io_report = (GOLDEN / f"report_seed{seed}.md").read_text(encoding="utf-8").splitlines()
     assert done.stdout.splitlines()[: len(data_io_report)] == data_io_report

@@ -57,7 +57,7 @@ class HubLayout:
         if raw_root is None:
             from datasets import get_dataset_config_names
 
-            return list(get_dataset_config_names(spec.hub_id))
+            return list(get_dataset_config_names(spec.hub_id, **spec.revision_option()))
         if self.config_dir != "{config}":
             raise ValueError(f"{spec.name}: cannot discover configs under {self.config_dir!r}")
         repo = self.repo_dir(spec, raw_root)
@@ -119,7 +119,9 @@ class HubLayout:
         from datasets import load_dataset
 
         if raw_root is None:
-            return load_dataset(spec.hub_id, config, split=spec.split, streaming=True)
+            return load_dataset(
+                spec.hub_id, config, split=spec.split, streaming=True, **spec.revision_option()
+            )
         builder, files = self.local_files(spec, raw_root, config)
         data_files = {spec.split: [str(path) for path in files]}
         return load_dataset(builder, data_files=data_files, split=spec.split, streaming=True)

@@ -201,7 +201,9 @@ class HubSplitFiles:
 
         for split in self.split_names(spec):
             if raw_root is None:
-                dataset = load_dataset(spec.hub_id, split=split, streaming=True)
+                dataset = load_dataset(
+                    spec.hub_id, split=split, streaming=True, **spec.revision_option()
+                )
             else:
                 path = self.file_of(spec, raw_root, split)
                 if not path.is_file():

@@ -91,6 +91,8 @@ class SourceSpec:
 
     - ``hub_id``/``configs``/``split``: what data_io loads (``configs=None``: every config of the
       dataset, in ``get_dataset_config_names`` order).
+    - ``revision``: the Hub revision (commit, tag or branch) loaded from the Hub; ``None``, as
+      data_io loads, is the dataset's default branch at the time of cleaning (unpinned).
     - ``output``: data_io's output path relative to the cleaned root (``gsm8k_train.jsonl``); its
       suffix must match ``format``. Sources that write one file per task set ``route`` as well;
       ``output`` is then the folder-like prefix they write under and no file is created for it.
@@ -134,6 +136,7 @@ class SourceSpec:
     one_output_per_part: bool = False
     rows_per_record: int = 1
     rules_version: str = ""
+    revision: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -164,6 +167,11 @@ class SourceSpec:
             for path in self.route_outputs:
                 if not path.endswith(f".{self.format}") or Path(path).is_absolute() or ".." in path:
                     raise ValueError(f"{self.name}: bad route output {path!r}")
+
+    def revision_option(self) -> dict[str, str]:
+        """``{"revision": ...}`` for the Hub calls when pinned, else nothing (the calls stay
+        data_io's)."""
+        return {} if self.revision is None else {"revision": self.revision}
 
     def output_of(self, record: Record, part: str) -> str:
         """The relative output path that the rows of ``record`` go to."""

@@ -6,28 +6,29 @@ nodes). The materialization records which worker wrote them and the input finger
 sensor compares against.
 """
 
-from importlib.util import find_spec
 from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets import sampling_defaults as defaults
 from hrm_assets.build_record import is_current, read_record, write_record
+from hrm_assets.datacard import sampling_code_version
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
 from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.checks import short_responses_result, short_responses_spec
+from hrm_assets.defs.sampled.datacard_metadata import data_card_metadata
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
-from hrm_assets.hashing import file_sha256, listing_sha256, value_sha256
+from hrm_assets.hashing import listing_sha256, value_sha256
 from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 
 NODE_TAG = "hrm/training-node"
 # The sampler's code decides the bytes of the epochs: a change to it means resampling. Found
 # without importing it, so loading the definitions does not load numpy.
-SAMPLING_CODE_VERSION = file_sha256(Path(find_spec("hrm_assets.sampling").origin))
+SAMPLING_CODE_VERSION = sampling_code_version()
 
 
 class SamplingRunConfig(dg.Config):
@@ -143,6 +144,8 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             check_results=[short_responses_result(summary["figures"], config.min_resp_length)],
             metadata={
                 **_analytics_metadata(summary),
+                # DATACARD.md, written by the sampler into the output (hrm_assets.datacard).
+                **data_card_metadata(output),
                 "output_path": dg.MetadataValue.path(str(output)),
                 # What transformers.AutoTokenizer.from_pretrained loads (None: none shipped).
                 "tokenizer_dir": dg.MetadataValue.path(tokenizer_dir) if tokenizer_dir else None,

@@ -1,0 +1,108 @@
+"""Writing a run's data card into its output folder: ``datacard.json`` and ``DATACARD.md``.
+
+The sampler calls :func:`write_sampled_data_card` on its staged folder after writing
+``manifest.json``, so the card goes into place with the epochs in the one atomic rename, and a
+folder in place always holds the card of its own bytes. The card files are not listed in the
+manifest (which lists what HRM-Text reads, and which the card describes); the sampler's
+ownership rule (``hrm_assets.sampled_output``) knows them by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import ValidationError
+
+from hrm_assets.atomic import atomic_write_bytes, atomic_write_text
+from hrm_assets.datacard.builder import PrefixConfigRecord, build_data_card
+from hrm_assets.datacard.canonical_json import canonical_json_bytes
+from hrm_assets.datacard.code_version import code_version
+from hrm_assets.datacard.markdown import render_markdown
+from hrm_assets.manifest import manifest_bytes
+from hrm_assets.prefix_config import SAFE_LOADER, PrefixRule
+
+if TYPE_CHECKING:
+    from hrm_assets.sampling import SamplingResult
+
+DATACARD_JSON = "datacard.json"
+DATACARD_MARKDOWN = "DATACARD.md"
+CARD_FILES = (DATACARD_JSON, DATACARD_MARKDOWN)
+
+
+class DataCardError(ValueError):
+    """The card cannot be written truthfully; the message names the file and the problem."""
+
+
+def read_prefix_config(path: Path, rules_applied: Sequence[PrefixRule]) -> PrefixConfigRecord:
+    """The rules file verbatim, checked to still hold ``rules_applied`` (the rules the run
+    read from it earlier): a file edited while sampling would publish rules that were not
+    applied, so that is a :class:`DataCardError` naming the file."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+        raw = yaml.load(text, Loader=SAFE_LOADER) or []
+        if isinstance(raw, dict):  # the rules beside a mixture (hrm_assets.mixture.config)
+            raw = raw.get("rules") or []
+        rules = [PrefixRule.model_validate(item) for item in raw]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, TypeError) as exc:
+        raise DataCardError(f"{path}: unreadable after sampling: {exc}") from None
+    if rules != list(rules_applied):
+        raise DataCardError(
+            f"{path}: prefix_config changed while sampling; the rules applied are no longer "
+            f"the file's, so no data card can name them (sample again)"
+        )
+    return PrefixConfigRecord(
+        file_name=path.name,
+        text=text,
+        sha256=hashlib.sha256(data).hexdigest(),
+        rules=[rule.model_dump() for rule in rules],
+    )
+
+
+def write_data_card(folder: Path, card: Mapping[str, Any]) -> None:
+    """Write ``datacard.json`` (canonical JSON) and ``DATACARD.md`` into ``folder``, each
+    atomically."""
+    folder = Path(folder)
+    atomic_write_bytes(folder / DATACARD_JSON, canonical_json_bytes(card))
+    atomic_write_text(folder / DATACARD_MARKDOWN, render_markdown(card))
+
+
+def write_sampled_data_card(
+    folder: Path,
+    result: SamplingResult,
+    *,
+    manifest: Mapping[str, Any],
+    rules: Sequence[PrefixRule],
+    tokenizer_sha256: str | None,
+) -> dict[str, Any]:
+    """Build the card of a sampling run whose files (listed in ``manifest``, as written to
+    ``folder/manifest.json``) are in ``folder`` and write it there; returns the card."""
+    from hrm_assets.sources import SOURCES
+
+    card = build_data_card(
+        result,
+        files=manifest["files"],
+        manifest_sha256=hashlib.sha256(manifest_bytes(dict(manifest))).hexdigest(),
+        prefix_config=read_prefix_config(result.config.prefix_config_path, rules),
+        tokenizer_sha256=tokenizer_sha256,
+        code=code_version(),
+        specs=SOURCES,
+    )
+    write_data_card(folder, card)
+    return card
+
+
+def read_data_card(folder: Path) -> dict[str, Any] | None:
+    """The card of a sampled folder, or ``None`` if it has none (sampled before cards)."""
+    try:
+        return json.loads((Path(folder) / DATACARD_JSON).read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise DataCardError(f"{Path(folder) / DATACARD_JSON}: unreadable: {exc}") from None
