@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hrm_assets.mixture.report import render_mixture_section
 from hrm_assets.sampling import GLOBAL_CATEGORY, CoverageStats, SamplingResult
 
 _COVERAGE_HEADER = (
@@ -145,8 +146,18 @@ def render_extra_sections(result: SamplingResult) -> str:
 
 
 def render_report(result: SamplingResult) -> str:
-    """data_io's report followed by the extra sections."""
-    return render_data_io_report(result) + render_extra_sections(result)
+    """data_io's report followed by the extra sections (and, with a mixture, its targets
+    against what was drawn)."""
+    report = render_data_io_report(result) + render_extra_sections(result)
+    if result.mixture is not None:
+        report += "\n" + render_mixture_section(result.mixture)
+    return report
+
+
+def mixture_records(result: SamplingResult) -> list[dict[str, int | float | str]]:
+    """One record per mixture phase and group (target against achieved shares, tokens and
+    rows per epoch); none without a mixture."""
+    return [] if result.mixture is None else result.mixture.records()
 
 
 def summary_figures(result: SamplingResult) -> dict[str, int | float | str]:

@@ -49,8 +49,14 @@ DEFAULT_RULE = SamplingRule()
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_prefix_rules(path: Path) -> list[PrefixRule]:
-    """Read and validate the rules; errors name the file, the rule index and the field."""
+# A rules file is data_io's list of rules, or a mapping that holds that list under ``rules``
+# beside hrm-data's optional sections (``mixture``: hrm_assets.mixture.config).
+DOCUMENT_KEYS = ("rules", "mixture")
+
+
+def read_prefix_config(path: Path) -> tuple[object, dict[str, object]]:
+    """The parsed YAML of a rules file: its rules (as written, not yet validated) and, when
+    it is a mapping, its other sections by key. Errors name the file."""
     path = Path(path)
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
@@ -59,6 +65,23 @@ def load_prefix_rules(path: Path) -> list[PrefixRule]:
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         # PyYAML's message spans lines (the problem, then where): one line here.
         raise PrefixConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(raw, dict) or not any(key in raw for key in DOCUMENT_KEYS):
+        return raw, {}  # a mapping of neither kind is refused as "expected a list of rules"
+    unknown = [key for key in raw if key not in DOCUMENT_KEYS]
+    if unknown:
+        raise PrefixConfigError(
+            f"{path}: unknown top-level key {unknown[0]!r} (keys: {', '.join(DOCUMENT_KEYS)}; "
+            f"or the file is data_io's plain list of rules)"
+        )
+    if "rules" not in raw:
+        raise PrefixConfigError(f"{path}: a mapping needs the list of rules under 'rules'")
+    return raw["rules"], {key: value for key, value in raw.items() if key != "rules"}
+
+
+def load_prefix_rules(path: Path) -> list[PrefixRule]:
+    """Read and validate the rules; errors name the file, the rule index and the field."""
+    path = Path(path)
+    raw, _ = read_prefix_config(path)
     if raw is None:
         return []
     if not isinstance(raw, list):

@@ -50,7 +50,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,22 @@ from hrm_assets.datacard import DataCardError, write_sampled_data_card
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.epoch_draw import draw_epochs
 from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
+from hrm_assets.mixture.allocation import (
+    MixtureAllocationError,
+    MixturePlan,
+    TaskSupply,
+    allocate_mixture,
+)
+from hrm_assets.mixture.config import (
+    MixtureConfig,
+    MixtureConfigError,
+    check_phases_fit,
+    effective_phases,
+    load_mixture,
+)
+from hrm_assets.mixture.draw import draw_mixture_epochs
+from hrm_assets.mixture.groups import task_groups
+from hrm_assets.mixture.report import MixtureReport, mixture_report
 from hrm_assets.npy_files import (
     NpyFileError,
     NpyLayout,
@@ -333,6 +349,8 @@ class SamplingResult:
     # The folder AutoTokenizer.from_pretrained loads (None: no tokenizer was found to ship).
     tokenizer_dir: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    # Target against achieved shares when prefix_config.yaml has a mixture (hrm_assets.mixture).
+    mixture: MixtureReport | None = None
 
     @property
     def total_length(self) -> int:
@@ -747,10 +765,25 @@ def _write_epochs(
     kept_bounds: np.ndarray,
     config: SamplingConfig,
     progress: bool,
-) -> tuple[list[int], np.int64, np.ndarray, dict[str, ManifestEntry]]:
-    """Draw and write every epoch (:mod:`hrm_assets.epoch_draw`); returns tokens per epoch,
-    their int64 total, the draw count of every kept row and the manifest entry of each array
-    written (by its path relative to ``staged``)."""
+    plan: MixturePlan | None = None,
+) -> tuple[list[int], np.int64, np.ndarray, dict[str, ManifestEntry], list[np.ndarray]]:
+    """Draw and write every epoch (:mod:`hrm_assets.epoch_draw`; with a mixture ``plan``,
+    :mod:`hrm_assets.mixture.draw`); returns tokens per epoch, their int64 total, the draw
+    count of every kept row, the manifest entry of each array written (by its path relative
+    to ``staged``) and each mixture phase's draw counts (none without a plan)."""
+    if plan is not None:
+        with progress_bar(progress, total=config.epochs, desc="Generating epoch indices") as bar:
+            phased = draw_mixture_epochs(
+                staged,
+                {name: getattr(kept, name) for name in SPAN_FIELDS},
+                kept.inst_len + kept.resp_len,
+                np.diff(kept_bounds).tolist(),
+                plan,
+                config.seed,
+                progress=(lambda: bar.update(1)) if progress else None,
+            )
+        total = np.array(phased.tokens, dtype=np.int64).sum(dtype=np.int64)
+        return phased.tokens, total, phased.hits, phased.entries, phased.phase_hits
     tasks = [
         (rows, report.rows_per_epoch)
         for rows, report in zip(np.diff(kept_bounds).tolist(), reports, strict=True)
@@ -766,7 +799,7 @@ def _write_epochs(
             progress=(lambda: bar.update(1)) if progress else None,
         )
     total = np.array(draws.tokens, dtype=np.int64).sum(dtype=np.int64)
-    return draws.tokens, total, draws.hits, draws.entries
+    return draws.tokens, total, draws.hits, draws.entries, []
 
 
 def sample_tokenized(
@@ -803,12 +836,15 @@ def sample_tokenized(
         raise SamplingError(f"{config.tokenized_path}: tokenized_path is not a directory")
     try:
         rules = load_prefix_rules(config.prefix_config_path)
-    except PrefixConfigError as exc:
+        mixture = load_mixture(config.prefix_config_path, rules)
+        if mixture is not None:
+            check_phases_fit(config.prefix_config_path, mixture, config.epochs)
+    except (PrefixConfigError, MixtureConfigError) as exc:
         raise SamplingError(str(exc)) from None
     output = _check_output_path(config)
     with _held_still(config.tokenized_path, log) as snapshot:
         return _sample_snapshot(
-            config, rules, output, snapshot, note, warnings, progress, copy_workers
+            config, rules, output, snapshot, note, warnings, progress, copy_workers, mixture
         )
 
 
@@ -837,6 +873,7 @@ def _sample_snapshot(
     warnings: list[str],
     progress: bool,
     copy_workers: int,
+    mixture: MixtureConfig | None = None,
 ) -> SamplingResult:
     """:func:`sample_tokenized` once the tokenized root is held still (``snapshot``, released
     after the last read of it)."""
@@ -899,7 +936,18 @@ def _sample_snapshot(
                     names, table, bounds, counts, rules, config
                 )
                 del table
-                _check_budget(reports, rules, config, output, sum(counts) * dtype.itemsize)
+                plan = None
+                if mixture is not None:
+                    plan, reports, demands = _plan_mixture(mixture, reports, rules, config)
+                    for message in plan.warnings:
+                        note(message)
+                _check_budget(
+                    reports if plan is None else demands,
+                    rules,
+                    config,
+                    output,
+                    sum(counts) * dtype.itemsize,
+                )
                 short = _short_after_truncate_warning(reports, config)
                 if short is not None:
                     note(short)
@@ -908,8 +956,8 @@ def _sample_snapshot(
                         "every epoch is empty: no task has rows left to sample "
                         "(see the filtering stats)"
                     )
-                epoch_tokens, total, hits, entries = _write_epochs(
-                    staged, reports, kept, kept_bounds, config, progress
+                epoch_tokens, total, hits, entries, phase_hits = _write_epochs(
+                    staged, reports, kept, kept_bounds, config, progress, plan
                 )
                 _fill_coverage(reports, kept, kept_bounds, hits)
             except BaseException:
@@ -958,6 +1006,14 @@ def _sample_snapshot(
             result = _sampling_result(
                 config, output, dtype, counts, reports, epoch_tokens, metadata, tokenizer, warnings
             )
+            if plan is not None:
+                result = replace(
+                    result,
+                    epoch_rows=plan.epoch_rows(),
+                    mixture=mixture_report(
+                        plan, phase_hits, kept.inst_len + kept.resp_len, kept_bounds
+                    ),
+                )
             # DATACARD.md and datacard.json (hrm_assets.datacard): the run's figures and the
             # manifest's hashes, in place with the epochs they describe.
             try:
@@ -1005,6 +1061,47 @@ def _sampling_result(
         metadata=json.loads(metadata.model_dump_json()),
         tokenizer_dir=output / TOKENIZER_DIR if tokenizer.tokenizer_json is not None else None,
         warnings=warnings,
+    )
+
+
+def _plan_mixture(
+    mixture: MixtureConfig,
+    reports: list[TaskReport],
+    rules: list[PrefixRule],
+    config: SamplingConfig,
+) -> tuple[MixturePlan, list[TaskReport], list[TaskReport]]:
+    """The mixture's rows per task per epoch (:mod:`hrm_assets.mixture.allocation`); returns
+    the plan, the reports with the first epoch's rows per epoch and, for the budget check,
+    each task at its largest rows per epoch over the phases."""
+    try:
+        groups = task_groups(
+            [report.name for report in reports], rules, mixture, config.prefix_config_path
+        )
+        plan = allocate_mixture(
+            effective_phases(mixture),
+            [
+                TaskSupply(
+                    name=report.name,
+                    group=group,
+                    capacity=report.rows_per_epoch,
+                    rows=report.stats.rows,
+                    tokens=report.stats.tokens,
+                )
+                for report, group in zip(reports, groups, strict=True)
+            ],
+            config.epochs,
+            mixture.group_by,
+        )
+    except MixtureConfigError as exc:
+        raise SamplingError(str(exc)) from None
+    except MixtureAllocationError as exc:
+        raise SamplingError(f"{config.prefix_config_path}: mixture: {exc}") from None
+    first = plan.phases[0].task_rows
+    largest = [max(rows) for rows in zip(*(p.task_rows for p in plan.phases), strict=True)]
+    return (
+        plan,
+        [replace(r, rows_per_epoch=n) for r, n in zip(reports, first, strict=True)],
+        [replace(r, rows_per_epoch=n) for r, n in zip(reports, largest, strict=True)],
     )
 
 
