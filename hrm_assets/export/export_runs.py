@@ -46,10 +46,25 @@ class ExportSummary:
     packing_efficiency: float | None = None
     overlong_rows: int = 0
     overlong_examples: list[int] = field(default_factory=list)
+    # Packed sequences by how full they are (bucket label -> sequences).
+    fill_buckets: dict[str, int] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+FILL_BUCKETS = (1.0, 0.99, 0.95, 0.9, 0.75, 0.5, 0.0)
+
+
+def fill_buckets(sequence_tokens: np.ndarray, capacity: int) -> dict[str, int]:
+    """Sequences by fill (filled tokens / capacity): ``100%``, ``99-100%``, ..., ``0-50%``."""
+    fill = np.asarray(sequence_tokens, dtype=np.float64) / capacity
+    counts: dict[str, int] = {"100%": int(np.count_nonzero(fill >= 1.0))}
+    for upper, lower in zip(FILL_BUCKETS, FILL_BUCKETS[1:], strict=False):
+        label = f"{lower:.0%}-{upper:.0%}"
+        counts[label] = int(np.count_nonzero((fill >= lower) & (fill < upper)))
+    return counts
 
 
 def _inputs(sampled_dir: Path | None, tokenized_dir: Path | None) -> list[Path]:
@@ -169,6 +184,7 @@ def export_packed(
             packing_efficiency=plan.efficiency,
             overlong_rows=overlong,
             overlong_examples=[int(row) for row in plan.overlong_rows[:10]],
+            fill_buckets=fill_buckets(plan.sequence_tokens, capacity),
             settings={"context_size": capacity, "seed": seed},
         )
         staged.write_bytes(

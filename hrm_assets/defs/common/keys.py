@@ -6,6 +6,7 @@ RAW_PREFIX = "raw"
 CLEANED_PREFIX = "cleaned"
 TOKENIZED_PREFIX = "tokenized"
 SAMPLED_PREFIX = "sampled"
+EXPORT_PREFIX = "export"
 TOKENIZER_KEY = dg.AssetKey("tokenizer")
 
 
@@ -23,3 +24,8 @@ def tokenized_key(source: str) -> dg.AssetKey:
 
 def sampled_key(node: str) -> dg.AssetKey:
     return dg.AssetKey([SAMPLED_PREFIX, node])
+
+
+def export_key(kind: str, node: str) -> dg.AssetKey:
+    """``export/<kind>/<node>``: ``kind`` is ``megatron`` or ``packed``."""
+    return dg.AssetKey([EXPORT_PREFIX, kind, node])
