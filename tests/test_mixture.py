@@ -442,3 +442,88 @@ def test_allocation_keeps_the_rules_proportions_inside_a_group():
     assert math.isclose(plan.phases[0].groups[0].expected_tokens, 250)
     with pytest.raises(MixtureAllocationError, match="1 task"):
         allocate_mixture([half], [*tasks, TaskSupply("z", None, 1, 1, 1)], epochs=1)
+
+
+# --------------------------------------------------------------------------- Dagster
+
+
+def test_sampled_asset_shows_the_mixture_table(tmp_path):
+    import dagster as dg
+
+    from hrm_assets.defs.common.resources import DataPaths
+    from hrm_assets.defs.sampled.assets import build_sampled_asset
+    from hrm_assets.training_nodes import TrainingNode
+
+    mixture = {"tokens_per_epoch": 300, "weights": {"a__": 1, "b.jsonl": 1, "c.jsonl": 1}}
+    paths = DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(write_config(tmp_path / "prefix_config.yaml", mixture)),
+    )
+    write_tokenized(
+        paths.tokenized_root,
+        {name: [(inst, resp)] * rows for name, (rows, inst, resp) in TASKS.items()},
+    )
+    with dg.instance_for_test() as instance:
+        done = dg.materialize(
+            [build_sampled_asset(TrainingNode(name="mix"))],
+            instance=instance,
+            resources={"data_paths": paths},
+            run_config={"ops": {"sampled__mix": {"config": {"epochs": 2, "context_size": 64}}}},
+        )
+    assert done.success
+    metadata = done.asset_materializations_for_node("sampled__mix")[0].metadata
+    records = metadata["mixture"].value.records
+    assert [record.data["group"] for record in records] == ["a__", "b.jsonl", "c.jsonl"]
+    assert sum(record.data["achieved_share"] for record in records) == pytest.approx(1.0)
+    assert "### Mixture" in metadata["analytics"].value
+
+
+def test_group_by_source_weights_registered_sources(tmp_path):
+    # Tokenized folders of three registered sources (flan writes one file per task) and one
+    # file no source writes, which falls to the others.
+    tasks = {
+        "flan__cot_fsopt_data__t1.parquet": (20, 3, 7),
+        "flan__cot_fsopt_data__t2.parquet": (20, 3, 7),
+        "gsm8k_train.jsonl": (30, 2, 8),
+        "omnimath.jsonl": (10, 5, 5),
+        "mine.jsonl": (10, 4, 6),
+    }
+    tokenized = write_tokenized(
+        tmp_path / "tok", {name: [(i, r)] * rows for name, (rows, i, r) in tasks.items()}
+    )
+    mixture = {
+        "tokens_per_epoch": 200,
+        "group_by": "source",
+        "weights": {"flan": 2, "gsm8k_train": 1, "omnimath": 1},
+        "others": 0,
+    }
+    rules_path = write_config(tmp_path / "rules.yaml", mixture, rules=[])
+    result = sample_tokenized(
+        make_config(
+            tokenized_path=tokenized,
+            output_path=tmp_path / "out",
+            prefix_config_path=rules_path,
+            epochs=1,
+            context_size=64,
+        )
+    )
+    groups = {g.group: g for g in result.mixture.phases[0].groups}
+    assert (groups["flan"].tasks, groups["flan"].achieved_tokens) == (2, 100)
+    assert groups["gsm8k_train"].achieved_rows == 5
+    assert groups["omnimath"].achieved_rows == 5
+    assert (groups[OTHERS_GROUP].tasks, groups[OTHERS_GROUP].achieved_rows) == (1, 0)
+
+    rules_path.write_text(
+        yaml.safe_dump({"rules": [], "mixture": {**mixture, "weights": {"gsm8k": 1}}}),
+        encoding="utf-8",
+    )
+    with pytest.raises(SamplingError, match="mixture.weights.gsm8k: no registered source"):
+        sample_tokenized(
+            make_config(
+                tokenized_path=tokenized,
+                output_path=tmp_path / "out",
+                prefix_config_path=rules_path,
+                epochs=1,
+                context_size=64,
+            )
+        )

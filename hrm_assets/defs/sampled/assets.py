@@ -65,6 +65,8 @@ def _analytics_metadata(summary: dict) -> dict:
         ),
         "categories": table(categories),
         "tasks": table(summary["tasks"]),
+        # Target against achieved shares per phase and group, only with a mixture.
+        **({"mixture": table(summary["mixture"])} if summary.get("mixture") else {}),
         "analytics": dg.MetadataValue.md(summary["analytics"]),
     }
 
@@ -110,6 +112,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
         else:
             from hrm_assets.analytics import (
                 category_records,
+                mixture_records,
                 render_report,
                 summary_figures,
                 task_records,
@@ -132,6 +135,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 "figures": summary_figures(result),
                 "categories": category_records(result),
                 "tasks": task_records(result),
+                "mixture": mixture_records(result),
                 "analytics": render_report(result),
                 "warnings": result.warnings,
                 "tokenizer_dir": str(result.tokenizer_dir) if result.tokenizer_dir else None,
