@@ -527,3 +527,30 @@ def test_group_by_source_weights_registered_sources(tmp_path):
                 context_size=64,
             )
         )
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_hrm_sample_prints_the_mixture_and_verifies(tmp_path, tokenized, capsys):
+    from hrm_assets import sample
+    from hrm_assets.manifest import verify_folder
+
+    mixture = {
+        "tokens_per_epoch": 300,
+        "weights": {"a__": 1, "b.jsonl": 1, "c.jsonl": 1},
+        "phases": [{"from_epoch": 1, "weights": {"a__": 4}}],
+    }
+    rules = write_config(tmp_path / "rules.yaml", mixture)
+    args = [f"tokenized_path={tokenized}", f"prefix_config_path={rules}", "context_size=64"]
+    status = sample.main([*args, f"output_path={tmp_path / 'out'}", "epochs=2"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "**Phase 1** (epoch_1 to epoch_1)" in captured.out
+    assert verify_folder(tmp_path / "out").ok
+    # A phase that would never apply: one error line, nothing written.
+    status = sample.main([*args, f"output_path={tmp_path / 'short'}", "epochs=1"])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.out == ""
+    assert captured.err.startswith(f"hrm-sample: error: {rules}: mixture.phases[0].from_epoch: 1")
+    assert not (tmp_path / "short").exists()
