@@ -585,3 +585,46 @@ def test_a_declared_chat_source_materializes_through_dagster(tmp_path):
     import numpy as np
 
     assert len(np.load(folder / "inst_len.npy")) == 40
+
+
+# -- the built-in sources docs/SOURCES.md says are expressible in YAML --------------------------
+
+SOURCES_DOC = REPO_ROOT / "docs" / "SOURCES.md"
+EXPRESSIBLE_MARKER = (
+    "<!-- expressible built-in sources: tested by tests/test_declared_sources.py -->"
+)
+
+
+def documented_equivalents() -> str:
+    """The YAML block that follows the marker in docs/SOURCES.md."""
+    text = SOURCES_DOC.read_text(encoding="utf-8")
+    after = text[text.index(EXPRESSIBLE_MARKER) :]
+    return after.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_documented_yaml_equivalents_write_the_built_in_bytes(tmp_path):
+    from hrm_assets.demo import write_demo_source
+
+    specs = specs_from_file(declare(tmp_path, documented_equivalents()), reserved=SOURCES)
+    # Each declaration is named after the built-in source it restates: <built-in>_yaml.
+    assert sorted(spec.name for spec in specs) == [
+        "gsm8k_train_yaml",
+        "principia_collection_yaml",
+        "webinstruct_verified_yaml",
+    ]
+    raw_root, out = tmp_path / "raw", tmp_path / "cleaned"
+    for spec in specs:
+        built_in = get_source(spec.name.removesuffix("_yaml"))
+        write_demo_source(built_in, raw_root)
+        mine = clean_source(spec, out, raw_root)
+        theirs = clean_source(built_in, out, raw_root)
+        assert mine.rows_written == theirs.rows_written > 0
+        assert mine.parts == theirs.parts
+        [(path, _)] = mine.files.items()
+        assert (out / path).read_bytes() == (out / built_in.output).read_bytes(), spec.name
+
+
+def test_a_pinned_revision_reaches_the_spec(tmp_path):
+    spec = only_spec(tmp_path, GSM8K_YAML.replace("split: train}", "split: train, revision: v1}"))
+    assert spec.revision == "v1" and spec.revision_option() == {"revision": "v1"}
+    assert only_spec(tmp_path, GSM8K_YAML).revision is None

@@ -45,11 +45,19 @@ class HubInput(_Strict):
 
     id: str = Field(min_length=1)
     config: str | None = None
-    split: str = "train"
+    split: str = "train"  # or "a+b": every named split in turn, one raw part each
     revision: str | None = None
     # Folder of the split's files in the repository (and its mirror); default the config's
     # name, or ``data`` (the Hub's layout of a dataset without configs).
     data_dir: str | None = None
+
+    @field_validator("split")
+    @classmethod
+    def _splits(cls, value: str) -> str:
+        names = value.split("+")
+        if not all(names) or len(set(names)) != len(names):
+            raise ValueError(f"split {value!r}: a split name, or distinct names joined by '+'")
+        return value
 
     @field_validator("id")
     @classmethod

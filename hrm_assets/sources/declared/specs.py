@@ -13,6 +13,7 @@ from hrm_assets.sources.declared.layouts import LocalFilesLayout, UnreadableReco
 from hrm_assets.sources.declared.mapping import DeclaredCleaner, column_value
 from hrm_assets.sources.declared.model import SourceDeclaration
 from hrm_assets.sources.hub import HubLayout
+from hrm_assets.sources.hub_splits import SPLIT_SEPARATOR, HubSplitsLayout
 from hrm_assets.sources.local_files import safe_filename
 from hrm_assets.sources.spec import Record, SkipRecord, SourceSpec
 
@@ -64,13 +65,14 @@ def source_spec(declaration: SourceDeclaration, base_dir: Path) -> SourceSpec:
     output = declaration.output_layout
     hub, local = declaration.hub, declaration.local
     if hub is not None:
-        layout = HubLayout(config_dir=hub.data_dir or ("{config}" if hub.config else "data"))
+        data_dir = hub.data_dir or ("{config}" if hub.config else "data")
+        if SPLIT_SEPARATOR in hub.split:  # several splits, read in turn (data_io's whole load)
+            layout = HubSplitsLayout(config_dir=data_dir, config=hub.config or "default")
+        else:
+            layout = HubLayout(config_dir=data_dir)
         location = {"hub_id": hub.id, "configs": (hub.config or "default",), "split": hub.split}
         if hub.revision is not None:
-            raise DeclaredSourceError(
-                f"source {declaration.name!r}: hub.revision needs pinned Hub revisions "
-                f"(SourceSpec.revision), which this checkout does not have yet"
-            )
+            location["revision"] = hub.revision
     else:
         folder, pattern = fixed_folder(Path(base_dir), local.path)
         layout = LocalFilesLayout(folder.absolute(), pattern, local.file_format)
