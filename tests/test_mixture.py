@@ -464,14 +464,20 @@ def test_sampled_asset_shows_the_mixture_table(tmp_path):
         {name: [(inst, resp)] * rows for name, (rows, inst, resp) in TASKS.items()},
     )
     with dg.instance_for_test() as instance:
-        done = dg.materialize(
-            [build_sampled_asset(TrainingNode(name="mix"))],
-            instance=instance,
-            resources={"data_paths": paths},
-            run_config={"ops": {"sampled__mix": {"config": {"epochs": 2, "context_size": 64}}}},
-        )
-    assert done.success
-    metadata = done.asset_materializations_for_node("sampled__mix")[0].metadata
+        runs = [
+            dg.materialize(
+                [build_sampled_asset(TrainingNode(name="mix"))],
+                instance=instance,
+                resources={"data_paths": paths},
+                run_config={"ops": {"sampled__mix": {"config": {"epochs": 2, "context_size": 64}}}},
+            )
+            for _ in range(2)
+        ]
+    assert all(done.success for done in runs)
+    first, again = (done.asset_materializations_for_node("sampled__mix")[0] for done in runs)
+    # The build key (inputs, settings, sampler and mixture code) is stable: kept, not redone.
+    assert (first.metadata["resampled"].value, again.metadata["resampled"].value) == (True, False)
+    metadata = again.metadata
     records = metadata["mixture"].value.records
     assert [record.data["group"] for record in records] == ["a__", "b.jsonl", "c.jsonl"]
     assert sum(record.data["achieved_share"] for record in records) == pytest.approx(1.0)
@@ -554,3 +560,12 @@ def test_hrm_sample_prints_the_mixture_and_verifies(tmp_path, tokenized, capsys)
     assert status == 1 and captured.out == ""
     assert captured.err.startswith(f"hrm-sample: error: {rules}: mixture.phases[0].from_epoch: 1")
     assert not (tmp_path / "short").exists()
+
+
+def test_mixture_code_version_only_for_rules_with_a_mixture(tmp_path):
+    from hrm_assets.mixture.code_version import has_mixture, mixture_code_version
+
+    assert not has_mixture(write_config(tmp_path / "plain.yaml", None))
+    assert has_mixture(write_config(tmp_path / "mixed.yaml", dict(BASE)))
+    version = mixture_code_version()
+    assert len(version) == 64 and version == mixture_code_version()

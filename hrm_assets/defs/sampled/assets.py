@@ -22,6 +22,7 @@ from hrm_assets.defs.sampled.checks import short_responses_result, short_respons
 from hrm_assets.defs.sampled.datacard_metadata import data_card_metadata
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
 from hrm_assets.hashing import listing_sha256, value_sha256
+from hrm_assets.mixture.code_version import has_mixture, mixture_code_version
 from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 
@@ -100,8 +101,11 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             )
         fingerprint = current_fingerprint(context.instance, data_paths.prefix_config_path, node)
         output = node.output_dir(data_paths.root)
+        code = SAMPLING_CODE_VERSION
+        if has_mixture(data_paths.prefix_config_path):
+            code = value_sha256([SAMPLING_CODE_VERSION, mixture_code_version()])
         build_key = value_sha256(
-            {"inputs": fingerprint, "config": config.model_dump(), "code": SAMPLING_CODE_VERSION}
+            {"inputs": fingerprint, "config": config.model_dump(), "code": code}
         )
         record_path = output.parent / f".{output.name}.build.json"
         record = read_record(record_path)
