@@ -300,7 +300,7 @@ def test_the_mixture_section_appears_only_with_a_mixture(tmp_path, inputs):
     markdown = render_markdown(card)
     assert "## Mixture targets" in markdown
     assert "### Phase 0 (epoch_0 to epoch_2)" in markdown
-    assert "| flan | 2 | 60.00% | 55.00% | 1,800 | 1,650 | 40 | 37 | 150 |" in markdown
+    assert "| flan | 2 | 60.00% | 55.00% | 1,800 | 1,650 | 40.40 | 37 | 150 |" in markdown
     assert "- flan cannot fill its target" in markdown
     assert b'"target_share": 0.600000' in canonical_json_bytes(card)
 
@@ -348,3 +348,27 @@ def test_the_sampled_asset_shows_the_card(data_paths):  # noqa: F811 (the fixtur
         == hashlib.sha256(tokenizer_json.read_bytes()).hexdigest()
     )
     assert read_card(output)["tokenizer"]["shipped"] is True
+
+
+def test_a_sampled_mixture_is_in_the_card(tmp_path):
+    from test_mixture import TASKS, write_config
+
+    tokenized = write_tokenized(
+        tmp_path / "tok",
+        {name: [(inst, resp)] * rows for name, (rows, inst, resp) in TASKS.items()},
+    )
+    mixture = {"tokens_per_epoch": 300, "weights": {"a__": 1, "b.jsonl": 2, "c.jsonl": 1}}
+    rules = write_config(tmp_path / "rules.yaml", mixture)
+    result = sample((tokenized, rules), tmp_path / "out", epochs=4, context_size=64)
+    card = read_card(tmp_path / "out")
+    assert card["prefix_config"]["text"] == rules.read_text(encoding="utf-8")
+    groups = card["mixture"]["phases"][0]["groups"]
+    assert [g["group"] for g in groups] == [r["group"] for r in result.mixture.records()]
+    for group, record in zip(groups, result.mixture.records(), strict=True):
+        assert math.isclose(group["target_share"], record["target_share"], abs_tol=1e-6)
+        assert math.isclose(group["achieved_share"], record["achieved_share"], abs_tol=1e-6)
+    markdown = (tmp_path / "out" / DATACARD_MARKDOWN).read_text(encoding="utf-8")
+    assert "## Mixture targets" in markdown and "### Phase 0 (epoch_0 to epoch_3)" in markdown
+    # The epochs and totals are the mixture's draw, as the report has them.
+    assert card["epochs"] == epoch_records(result)
+    assert card["totals"]["sampled_tokens"] == summary_figures(result)["sampled_tokens"]

@@ -205,7 +205,7 @@ _GROUP_COLUMNS = (
     ("achieved_share", "Achieved share", "pct"),
     ("target_tokens", "Target tokens", "round"),
     ("achieved_tokens", "Achieved tokens", "round"),
-    ("target_rows", "Target rows", "round"),
+    ("target_rows", "Target rows", "decimal"),
     ("achieved_rows", "Rows", "round"),
     ("shortfall_tokens", "Unfilled tokens", "round"),
 )
@@ -220,6 +220,8 @@ def _group_cell(value: Any, kind: str) -> str:
         return _num(round(value))
     if kind == "float":
         return f"{value:g}"
+    if kind == "decimal":
+        return f"{value:,.2f}"
     return _cell(value)
 
 

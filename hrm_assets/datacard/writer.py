@@ -15,16 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-from pydantic import ValidationError
-
 from hrm_assets.atomic import atomic_write_bytes, atomic_write_text
 from hrm_assets.datacard.builder import PrefixConfigRecord, build_data_card
 from hrm_assets.datacard.canonical_json import canonical_json_bytes
 from hrm_assets.datacard.code_version import code_version
 from hrm_assets.datacard.markdown import render_markdown
 from hrm_assets.manifest import manifest_bytes
-from hrm_assets.prefix_config import SAFE_LOADER, PrefixRule
+from hrm_assets.prefix_config import PrefixConfigError, PrefixRule, load_prefix_rules
 
 if TYPE_CHECKING:
     from hrm_assets.sampling import SamplingResult
@@ -46,13 +43,13 @@ def read_prefix_config(path: Path, rules_applied: Sequence[PrefixRule]) -> Prefi
     try:
         data = path.read_bytes()
         text = data.decode("utf-8")
-        raw = yaml.load(text, Loader=SAFE_LOADER) or []
-        if isinstance(raw, dict):  # the rules beside a mixture (hrm_assets.mixture.config)
-            raw = raw.get("rules") or []
-        rules = [PrefixRule.model_validate(item) for item in raw]
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, TypeError) as exc:
+        # The sampler's own parser (data_io's list, or rules beside a mixture), then the bytes
+        # again: the rules compared are those of the text published.
+        rules = load_prefix_rules(path)
+        unchanged = path.read_bytes() == data
+    except (OSError, UnicodeDecodeError, PrefixConfigError) as exc:
         raise DataCardError(f"{path}: unreadable after sampling: {exc}") from None
-    if rules != list(rules_applied):
+    if not unchanged or rules != list(rules_applied):
         raise DataCardError(
             f"{path}: prefix_config changed while sampling; the rules applied are no longer "
             f"the file's, so no data card can name them (sample again)"
