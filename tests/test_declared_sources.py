@@ -514,10 +514,16 @@ def test_declared_sources_appear_in_the_definitions(tmp_path):
     out = run_python(
         """
         import json
+        from dagster import AssetKey
         from hrm_assets.definitions import defs
-        keys = [k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()]
+        graph = defs.resolve_asset_graph()
+        keys = [k.to_user_string() for k in graph.get_all_asset_keys()]
         jobs = [job.name for job in defs.jobs]
-        print(json.dumps({"keys": keys, "jobs": jobs}))
+        kinds = {
+            name: sorted(graph.get(AssetKey(["cleaned", name])).kinds)
+            for name in ("my_chat", "gsm8k_train")
+        }
+        print(json.dumps({"keys": keys, "jobs": jobs, "kinds": kinds}))
         """,
         {settings.SOURCES_YAML_ENV: str(path)},
         REPO_ROOT,
@@ -526,6 +532,7 @@ def test_declared_sources_appear_in_the_definitions(tmp_path):
     for prefix in ("raw", "cleaned", "tokenized"):
         assert f"{prefix}/my_chat" in found["keys"]
     assert "tokenize_my_chat" in found["jobs"]
+    assert found["kinds"] == {"my_chat": ["jsonl", "yaml"], "gsm8k_train": ["jsonl", "python"]}
     assert len([k for k in found["keys"] if k.startswith("cleaned/")]) == len(SOURCES) + 1
 
 

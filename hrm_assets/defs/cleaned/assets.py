@@ -73,7 +73,8 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         key=cleaned_key(spec.name),
         group_name=CLEANED_PREFIX,
         deps=[raw_key(spec.name)],
-        kinds={"python", spec.format},
+        # A declared source's rules are its sources.yaml entry: the UI can filter on kind yaml.
+        kinds={"yaml" if spec.rules_version else "python", spec.format},
         description=spec.description or f"data_io's cleaned rows of {spec.name}",
         code_version="1",
         automation_condition=on_upstream_data_change(),
