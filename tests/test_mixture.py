@@ -569,3 +569,18 @@ def test_mixture_code_version_only_for_rules_with_a_mixture(tmp_path):
     assert has_mixture(write_config(tmp_path / "mixed.yaml", dict(BASE)))
     version = mixture_code_version()
     assert len(version) == 64 and version == mixture_code_version()
+
+
+def test_numpy_draw_writes_the_rust_draws_bytes(tmp_path, tokenized, monkeypatch):
+    from hrm_assets import epoch_draw
+
+    mixture = {
+        "tokens_per_epoch": 350,
+        "weights": {"a__": 2, "b.jsonl": 1, "c.jsonl": 1},
+        "phases": [{"from_epoch": 2, "temperature": 4.0}],
+    }
+    rust = run(tmp_path, tokenized, mixture, name="rust", seed=3)
+    monkeypatch.setattr(epoch_draw, "rust_draw_matches_numpy", lambda: False)
+    numpy = run(tmp_path, tokenized, mixture, name="numpy", seed=3)
+    assert sha256_tree(rust.output_path) == sha256_tree(numpy.output_path)
+    assert rust.mixture == numpy.mixture
