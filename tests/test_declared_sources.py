@@ -407,6 +407,16 @@ def test_a_template_column_the_records_lack_is_named(tmp_path):
             "(source 's'): fields.response.strip: Input should be a valid boolean",
         ),
         (
+            "{name: s, hub: {id: a/b}, fields: {instruction: q, response: r}, "
+            "condition: {column: c, mapp: {}}}",
+            "(source 's'): condition.mapp: unknown key",
+        ),
+        (
+            "{name: s, hub: {id: a/b}, fields: {instruction: q, response: r}, "
+            "condition: {column: c, map: {a: cot, b: fancy}}}",
+            "condition.map: condition 'fancy' has unknown tag(s) ['fancy']",
+        ),
+        (
             "{name: s, hub: {id: a/b}, fields: {instruction: q, response: r}, condition: fun}",
             "condition: condition 'fun' has unknown tag(s) ['fun']; known tags: direct, cot",
         ),

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from hrm_assets.sources.declared import model
 from hrm_assets.sources.declared.model import SourceDeclaration
 
 # libyaml's safe loader when PyYAML was built with it, else the pure one.
@@ -64,13 +65,19 @@ def load_declarations(path: Path) -> list[SourceDeclaration]:
     return declarations
 
 
+# Labels pydantic puts in an error's location for the branch of a union it tried.
+_BRANCH_LABELS = frozenset(
+    {"str", "int", *(name for name, value in vars(model).items() if isinstance(value, type))}
+)
+
+
 def _key_path(location: tuple) -> str:
     """``fields.response.strip`` from pydantic's location, without its union-branch labels
-    (``str``, ``function-after[...]``)."""
+    (``str``, ``ConditionFromColumn``, ``function-after[...]``)."""
     parts = [
         str(part)
         for part in location
-        if not (isinstance(part, str) and (part in ("str", "int") or "[" in part))
+        if not (isinstance(part, str) and (part in _BRANCH_LABELS or "[" in part))
     ]
     return ".".join(parts) or "(source)"
 
