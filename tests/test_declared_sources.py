@@ -460,13 +460,34 @@ def test_bad_declarations_name_the_file_source_and_key(tmp_path, entry, expected
 def test_names_must_not_collide_with_built_in_sources_or_each_other(tmp_path):
     taken = GSM8K_YAML.replace("gsm8k_declared", "gsm8k_train")
     with pytest.raises(DeclaredSourceError, match="'gsm8k_train': a built-in source has this"):
-        specs_from_file(declare(tmp_path, taken), reserved=SOURCES)
+        specs_from_file(declare(tmp_path, taken), built_in=SOURCES.values())
     twice = GSM8K_YAML + GSM8K_YAML.split("sources:", 1)[1]
     with pytest.raises(DeclaredSourceError, match="sources\\[1\\].*declared twice"):
         specs_from_file(declare(tmp_path, twice))
     same_file = GSM8K_YAML.replace("declared/gsm8k_train.jsonl", "gsm8k_train.jsonl")
     with pytest.raises(ValueError, match="both write 'gsm8k_train.jsonl'"):
         build_registry([*SOURCES.values(), *specs_from_file(declare(tmp_path, same_file))])
+
+
+@pytest.mark.parametrize(
+    ("output", "clash"),
+    [
+        ("{file: gsm8k_train.jsonl}", "gsm8k_train.jsonl"),
+        ("{file: flan/mine.parquet}", "flan/mine.parquet"),
+        ("{folder: flan, per_value_of: task}", "flan/"),
+        ("{folder: dmmath/extra, per_value_of: task}", "dmmath/"),
+        ("{folder: Platypus, per_value_of: task, format: jsonl}", "Platypus/arb_math.jsonl"),
+    ],
+)
+def test_outputs_another_source_claims_are_refused(tmp_path, output, clash):
+    # A cleaning run removes the files its source claims but no longer writes: a file two
+    # sources claim would be deleted by one of them.
+    text = GSM8K_YAML.replace("{file: declared/gsm8k_train.jsonl}", output)
+    with pytest.raises(DeclaredSourceError, match=f"its output {clash!r} is also source"):
+        specs_from_file(declare(tmp_path, text), built_in=SOURCES.values())
+    twice = GSM8K_YAML + GSM8K_YAML.split("sources:", 1)[1].replace("gsm8k_declared", "again")
+    with pytest.raises(DeclaredSourceError, match="'again': its output .* is also source"):
+        specs_from_file(declare(tmp_path, twice))
 
 
 def test_unknown_top_level_keys_and_bad_yaml_are_refused(tmp_path):
@@ -622,7 +643,7 @@ def documented_equivalents() -> str:
 def test_documented_yaml_equivalents_write_the_built_in_bytes(tmp_path):
     from hrm_assets.demo import write_demo_source
 
-    specs = specs_from_file(declare(tmp_path, documented_equivalents()), reserved=SOURCES)
+    specs = specs_from_file(declare(tmp_path, documented_equivalents()), built_in=SOURCES.values())
     # Each declaration is named after the built-in source it restates: <built-in>_yaml.
     assert sorted(spec.name for spec in specs) == [
         "gsm8k_train_yaml",

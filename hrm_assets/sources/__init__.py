@@ -62,7 +62,7 @@ def _load_specs() -> list[SourceSpec]:
         specs.extend(getattr(module, "SPECS", ()))
     from hrm_assets.sources.declared import configured_specs
 
-    specs.extend(configured_specs(reserved=[spec.name for spec in specs]))
+    specs.extend(configured_specs(built_in=specs))
     return specs
 
 

@@ -30,21 +30,21 @@ from hrm_assets.sources.declared.specs import declared_specs
 from hrm_assets.sources.spec import SourceSpec
 
 
-def specs_from_file(path: Path, reserved: Iterable[str] = ()) -> list[SourceSpec]:
+def specs_from_file(path: Path, built_in: Iterable[SourceSpec] = ()) -> list[SourceSpec]:
     """The specs declared in ``path`` (local paths relative to its folder); DeclaredSourceError
-    naming the file on any problem, a name among ``reserved`` included."""
+    naming the file on any problem, a name or an output of a ``built_in`` source included."""
     path = Path(path).absolute()
     declarations = load_declarations(path)
     try:
-        return declared_specs(declarations, path.parent, reserved)
+        return declared_specs(declarations, path.parent, built_in)
     except (DeclaredSourceError, ValueError) as error:
         raise DeclaredSourceError(f"{path}: {error}") from None
 
 
-def configured_specs(reserved: Iterable[str] = ()) -> list[SourceSpec]:
+def configured_specs(built_in: Iterable[SourceSpec] = ()) -> list[SourceSpec]:
     """The specs of the configured ``sources.yaml``; none when there is no such file."""
     path = settings.sources_yaml_path()
-    return [] if path is None else specs_from_file(path, reserved)
+    return [] if path is None else specs_from_file(path, built_in)
 
 
 __all__ = [

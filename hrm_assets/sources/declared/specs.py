@@ -97,17 +97,52 @@ def source_spec(declaration: SourceDeclaration, base_dir: Path) -> SourceSpec:
     )
 
 
+def _folder(spec: SourceSpec) -> str | None:
+    """The folder a source writes any file of its format under (a routed source whose files
+    are not listed in advance), else None."""
+    if spec.route is None or spec.route_outputs:
+        return None
+    return spec.output.rstrip("/") + "/"
+
+
+def shared_output(spec: SourceSpec, other: SourceSpec) -> str | None:
+    """A cleaned path or folder both sources would claim, else None. A source's cleaning run
+    removes the files it claims but no longer writes, so two claims on one file must never be
+    registered."""
+    for path in spec.static_outputs:
+        if other.writes(path):
+            return path
+    for path in other.static_outputs:
+        if spec.writes(path):
+            return path
+    mine, theirs = _folder(spec), _folder(other)
+    if mine is not None and theirs is not None:
+        if mine.startswith(theirs) or theirs.startswith(mine):
+            return min(mine, theirs, key=len)
+    return None
+
+
 def declared_specs(
-    declarations: Iterable[SourceDeclaration], base_dir: Path, reserved: Iterable[str] = ()
+    declarations: Iterable[SourceDeclaration],
+    base_dir: Path,
+    built_in: Iterable[SourceSpec] = (),
 ) -> list[SourceSpec]:
-    """The specs of ``declarations``; DeclaredSourceError when a name is one of ``reserved``
-    (the built-in sources')."""
-    reserved = set(reserved)
-    specs = []
+    """The specs of ``declarations``; DeclaredSourceError when one takes the name of a
+    ``built_in`` source, or claims a cleaned file or folder another source claims."""
+    others = list(built_in)
+    specs: list[SourceSpec] = []
     for declaration in declarations:
-        if declaration.name in reserved:
+        if any(other.name == declaration.name for other in others):
             raise DeclaredSourceError(
                 f"source {declaration.name!r}: a built-in source has this name; choose another"
             )
-        specs.append(source_spec(declaration, base_dir))
+        spec = source_spec(declaration, base_dir)
+        for other in [*others, *specs]:
+            clash = shared_output(spec, other)
+            if clash is not None:
+                raise DeclaredSourceError(
+                    f"source {spec.name!r}: its output {clash!r} is also source "
+                    f"{other.name!r}'s; choose another output file or folder"
+                )
+        specs.append(spec)
     return specs
