@@ -89,9 +89,6 @@ class MixturePlan:
     phases: list[PhaseAllocation]
     warnings: list[str]
 
-    def phase_of_epoch(self, epoch: int) -> PhaseAllocation:
-        return next(phase for phase in self.phases if epoch in phase.epochs)
-
     def epoch_rows(self) -> list[int]:
         return [phase.rows_per_epoch for phase in self.phases for _ in phase.epochs]
 
@@ -144,8 +141,14 @@ def _check_every_task_has_a_group(phases: Sequence[Phase], tasks: Sequence[TaskS
 
 
 def _allocate_phase(
-    phase: Phase, epochs: range, tasks: Sequence[TaskSupply], groups: list[str], members
+    phase: Phase,
+    epochs: range,
+    tasks: Sequence[TaskSupply],
+    groups: list[str],
+    members: dict[str, list[int]],
 ) -> PhaseAllocation:
+    """One phase's shares, targets and rows (module docstring); ``members``: each group's
+    task indices."""
     weights = [
         (phase.others or 0.0) if group == OTHERS_GROUP else phase.weights.get(group, 0.0)
         for group in groups
