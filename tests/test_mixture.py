@@ -584,3 +584,14 @@ def test_numpy_draw_writes_the_rust_draws_bytes(tmp_path, tokenized, monkeypatch
     numpy = run(tmp_path, tokenized, mixture, name="numpy", seed=3)
     assert sha256_tree(rust.output_path) == sha256_tree(numpy.output_path)
     assert rust.mixture == numpy.mixture
+
+
+def test_budget_above_every_capacity_draws_data_ios_epochs(tmp_path, tokenized):
+    """Every group at its rules' capacity asks for data_io's rows per task, and phase 0 draws
+    them as data_io does: the epochs are data_io's, byte for byte (only shortfalls reported)."""
+    plain = run(tmp_path, tokenized, None, name="plain")
+    mixture = {"tokens_per_epoch": 10**12, "weights": {"a__": 1, "b.jsonl": 5, "c.jsonl": 9}}
+    full = run(tmp_path, tokenized, mixture, name="full")
+    assert epoch_task_rows(full.output_path, 0) == CAPACITY
+    assert sha256_tree(full.output_path) == sha256_tree(plain.output_path)
+    assert all(group.shortfall_tokens > 0 for group in full.mixture.phases[0].groups)
