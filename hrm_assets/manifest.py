@@ -129,8 +129,9 @@ def verify_folder(folder: Path) -> VerifyReport:
     Problems: no or unreadable manifest, a listed file missing, of another size or another
     SHA-256, an array present but not listed (a stale ``epoch_N``, a stray file), and a sampled
     folder (one with ``epoch_N`` arrays) whose manifest does not list its ``metadata.json``
-    (written by an older hrm-sample: nothing would notice it deleted or edited). Each message
-    names the file.
+    (written by an older hrm-sample: nothing would notice it deleted or edited), and a data
+    card (``hrm_assets.datacard``) that does not describe this manifest. Each message names the
+    file.
     """
     folder = Path(folder)
     report = VerifyReport(folder=folder)
@@ -172,4 +173,8 @@ def verify_folder(folder: Path) -> VerifyReport:
             f"{folder / SAMPLED_METADATA_FILE}: HRM-Text reads it but {MANIFEST_FILE} does not "
             f"list it (made by an older hrm-sample: sample again)"
         )
+    # The sampler's data card must describe this manifest (imported here: it imports us).
+    from hrm_assets.datacard.verification import data_card_problems
+
+    report.problems.extend(data_card_problems(folder))
     return report

@@ -372,3 +372,28 @@ def test_a_sampled_mixture_is_in_the_card(tmp_path):
     # The epochs and totals are the mixture's draw, as the report has them.
     assert card["epochs"] == epoch_records(result)
     assert card["totals"]["sampled_tokens"] == summary_figures(result)["sampled_tokens"]
+
+
+def test_hrm_verify_finds_a_card_that_does_not_describe_its_folder(tmp_path, inputs):
+    out, other = tmp_path / "out", tmp_path / "other"
+    sample(inputs, out)
+    sample(inputs, other, seed=6)
+    assert verify_folder(out).ok
+
+    # The card of another run.
+    original = card_bytes(out)
+    for name in CARD_FILES:
+        (out / name).write_bytes((other / name).read_bytes())
+    (problem,) = verify_folder(out).problems
+    assert problem.startswith(f"{out / DATACARD_JSON}: its files and SHA-256 are not those")
+
+    # DATACARD.md edited by hand.
+    for name, data in original.items():
+        (out / name).write_bytes(data)
+    markdown = out / DATACARD_MARKDOWN
+    markdown.write_text(markdown.read_text(encoding="utf-8").replace("seed 5", "seed 4"))
+    assert verify_folder(out).problems == [f"{markdown}: differs from what {DATACARD_JSON} renders"]
+
+    # One file of the two gone.
+    (out / DATACARD_JSON).unlink()
+    assert verify_folder(out).problems == [f"{out / DATACARD_JSON}: missing beside DATACARD.md"]

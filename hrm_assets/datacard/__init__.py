@@ -11,6 +11,7 @@ JSON) and ``DATACARD.md``; the same inputs give the same bytes, in any folder.
 - :func:`render_markdown`, :func:`canonical_json_bytes`: its two file forms.
 - :func:`write_sampled_data_card`: what the sampler calls on its staged folder.
 - :func:`read_data_card`, :func:`share_chart_png`: for the Dagster asset's metadata.
+- :func:`data_card_problems`: whether a folder's card still describes it (``hrm-verify``).
 
 Nothing here imports the sampler, numpy or Dagster at import time.
 """
@@ -24,6 +25,7 @@ from hrm_assets.datacard.canonical_json import canonical_json_bytes
 from hrm_assets.datacard.chart import share_chart_png
 from hrm_assets.datacard.code_version import code_version, sampling_code_version
 from hrm_assets.datacard.markdown import render_markdown
+from hrm_assets.datacard.verification import data_card_problems
 from hrm_assets.datacard.writer import (
     CARD_FILES,
     DATACARD_JSON,
@@ -45,6 +47,7 @@ __all__ = [
     "build_data_card",
     "canonical_json_bytes",
     "code_version",
+    "data_card_problems",
     "read_data_card",
     "read_prefix_config",
     "render_markdown",
