@@ -666,3 +666,63 @@ def test_a_pinned_revision_reaches_the_spec(tmp_path):
     spec = only_spec(tmp_path, GSM8K_YAML.replace("split: train}", "split: train, revision: v1}"))
     assert spec.revision == "v1" and spec.revision_option() == {"revision": "v1"}
     assert only_spec(tmp_path, GSM8K_YAML).revision is None
+
+
+# -- the Hub path: a mirror laid out like the Hub, and the calls made to the Hub ----------------
+
+HUB_CHAT_YAML = """
+sources:
+  - name: hub_chat
+    hub: {id: some-org/chats, split: train}
+    chat: {column: conversation}
+    condition: {column: kind}
+    output: {folder: hub_chat, per_value_of: topic}
+"""
+
+
+def test_a_chat_dataset_from_a_hub_mirror(tmp_path):
+    from hrm_assets.sources.local_files import write_parquet_records
+
+    def talk(question: str, answer: str) -> list[dict]:
+        return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+    records = [
+        {"conversation": talk("2+2?", "4"), "kind": "direct", "topic": "math"},
+        {"conversation": talk("Capital of France?", "Paris"), "kind": "direct", "topic": "geo"},
+        {"conversation": talk("Why?", "Because.")[:1], "kind": "cot", "topic": "math"},
+    ]
+    # The Hub's layout of a dataset without configs: <id>/data/<split>-*.parquet.
+    shard = tmp_path / "raw" / "some-org" / "chats" / "data" / "train-00000-of-00001.parquet"
+    write_parquet_records(shard, records)
+    spec = only_spec(tmp_path, HUB_CHAT_YAML)
+    report = clean_source(spec, tmp_path / "cleaned", tmp_path / "raw")
+    out = tmp_path / "cleaned" / "hub_chat"
+    assert read_rows(out / "math.parquet") == [("direct", "2+2?", "4")]
+    assert read_rows(out / "geo.parquet") == [("direct", "Capital of France?", "Paris")]
+    assert report.skipped[chat.MALFORMED_NO_ASSISTANT].count == 1
+    assert observe_raw(spec, tmp_path / "raw").files == 1
+
+
+def test_the_hub_is_asked_for_the_declared_id_config_split_and_revision(tmp_path, monkeypatch):
+    import datasets
+
+    calls = []
+
+    class OneBatch:
+        def iter(self, batch_size):
+            yield {"question": ["q"], "answer": ["work #### 7"]}
+
+    def load_dataset(*args, **kwargs):
+        calls.append((args, kwargs))
+        return OneBatch()
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    pinned = GSM8K_YAML.replace("split: train}", "split: train, revision: 0123abc}")
+    report = clean_source(only_spec(tmp_path, pinned), tmp_path / "cleaned", raw_root=None)
+    assert calls == [
+        (("openai/gsm8k", "main"), {"split": "train", "streaming": True, "revision": "0123abc"})
+    ]
+    assert read_rows(tmp_path / "cleaned" / "declared" / "gsm8k_train.jsonl") == [
+        ("direct", "q", "7")
+    ]
+    assert report.records_read == 1
