@@ -539,12 +539,13 @@ def run_python(code: str, env: dict[str, str], cwd: Path) -> str:
     return done.stdout
 
 
-def test_declared_sources_appear_in_the_definitions(tmp_path):
+def test_declared_sources_appear_in_the_definitions_which_stay_cheap_to_load(tmp_path):
     write_jsonl(tmp_path / "chats" / "a.jsonl", [GOOD_CHAT])
     path = declare(tmp_path, CHAT_YAML)
     out = run_python(
         """
         import json
+        import sys
         from dagster import AssetKey
         from hrm_assets.definitions import defs
         graph = defs.resolve_asset_graph()
@@ -554,7 +555,8 @@ def test_declared_sources_appear_in_the_definitions(tmp_path):
             name: sorted(graph.get(AssetKey(["cleaned", name])).kinds)
             for name in ("my_chat", "gsm8k_train")
         }
-        print(json.dumps({"keys": keys, "jobs": jobs, "kinds": kinds}))
+        heavy = [m for m in ("datasets", "numpy", "pyarrow", "tokenizers") if m in sys.modules]
+        print(json.dumps({"keys": keys, "jobs": jobs, "kinds": kinds, "heavy": heavy}))
         """,
         {settings.SOURCES_YAML_ENV: str(path)},
         REPO_ROOT,
@@ -565,6 +567,7 @@ def test_declared_sources_appear_in_the_definitions(tmp_path):
     assert "tokenize_my_chat" in found["jobs"]
     assert found["kinds"] == {"my_chat": ["jsonl", "yaml"], "gsm8k_train": ["jsonl", "python"]}
     assert len([k for k in found["keys"] if k.startswith("cleaned/")]) == len(SOURCES) + 1
+    assert found["heavy"] == []
 
 
 @pytest.mark.slow
