@@ -28,6 +28,7 @@ each sequence's response starts: its tokens from there on are the loss targets o
 from __future__ import annotations
 
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,24 +140,9 @@ def write_megatron(
     total = int(lengths.sum())
     names = {kind: f"{prefix}{kind}" for kind in (BIN_SUFFIX, IDX_SUFFIX, RESPONSE_START_SUFFIX)}
     files: dict[str, ManifestEntry] = {}
-    bin_file = StreamedFile(folder / names[BIN_SUFFIX], dtype, total)
-    try:
-        with (
-            RowReader(table) as reader,
-            progress_bar(
-                progress, total=total, desc="Megatron .bin", unit="tok", unit_scale=True
-            ) as bar,
-        ):
-            for first, end in row_chunks(lengths, chunk_tokens):
-                rows = np.arange(first, end, dtype=np.int64)
-                batch = reader.read(rows)
-                check_token_ids_fit(batch.tokens, batch.lengths, rows, dtype, table)
-                bin_file.write(batch.tokens)
-                bar.update(len(batch.tokens))
-    except BaseException:
-        bin_file.abandon()
-        raise
-    files[names[BIN_SUFFIX]] = bin_file.close()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="megatron-writer") as writer:
+        bin_file = StreamedFile(folder / names[BIN_SUFFIX], dtype, total, writer=writer)
+        files[names[BIN_SUFFIX]] = _write_tokens(table, bin_file, dtype, chunk_tokens, progress)
     index = index_bytes(lengths, dtype, np.arange(len(lengths) + 1, dtype=np.int64))
     index_file = StreamedFile(folder / names[IDX_SUFFIX], np.uint8, len(index))
     index_file.write(np.frombuffer(index, dtype=np.uint8))
@@ -172,6 +158,29 @@ def write_megatron(
         response_tokens=int(table.resp_len.sum()),
         files=files,
     )
+
+
+def _write_tokens(
+    table: RowTable, bin_file: StreamedFile, dtype: np.dtype, chunk_tokens: int, progress: bool
+) -> ManifestEntry:
+    lengths = table.row_lengths
+    try:
+        with (
+            RowReader(table) as reader,
+            progress_bar(
+                progress, total=bin_file.count, desc="Megatron .bin", unit="tok", unit_scale=True
+            ) as bar,
+        ):
+            for first, end in row_chunks(lengths, chunk_tokens):
+                rows = np.arange(first, end, dtype=np.int64)
+                batch = reader.read(rows)
+                check_token_ids_fit(batch.tokens, batch.lengths, rows, dtype, table)
+                bin_file.write(batch.tokens)
+                bar.update(len(batch.tokens))
+        return bin_file.close()
+    except BaseException:
+        bin_file.abandon()
+        raise
 
 
 def check_token_ids_fit(

@@ -8,9 +8,11 @@ header claims more.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -34,17 +36,41 @@ def npy_header_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
 
 class StreamedFile:
     """A file of ``count`` elements of ``dtype`` after an optional ``prefix`` (a header),
-    appended to with :meth:`write`; :meth:`close` fsyncs it and returns its manifest entry."""
+    appended to with :meth:`write`; :meth:`close` fsyncs it and returns its manifest entry.
 
-    def __init__(self, path: Path, dtype: np.dtype, count: int, prefix: bytes = b""):
+    With a ``writer`` (a one-thread executor shared by an export's files) the hashing and the
+    write of each chunk happen there, in order, while the caller builds the next chunk: both
+    release the GIL, so on two cores they overlap. At most one chunk per file waits.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        dtype: np.dtype,
+        count: int,
+        prefix: bytes = b"",
+        writer: ThreadPoolExecutor | None = None,
+    ):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
         self.count = int(count)
         self.written = 0
         self._digest = hashlib.sha256(prefix)
         self._size = len(prefix)
+        self._writer = writer
+        self._pending: Future | None = None
         self._handle = open(self.path, "wb")  # noqa: SIM115 (closed by close())
         self._handle.write(prefix)
+
+    def _hash_and_write(self, values: np.ndarray) -> None:
+        data = memoryview(values).cast("B")
+        self._digest.update(data)
+        self._handle.write(data)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
 
     def write(self, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=self.dtype).reshape(-1)
@@ -53,13 +79,20 @@ class StreamedFile:
                 f"{self.path}: {self.written + len(values)} elements written, "
                 f"{self.count} announced"
             )
-        data = memoryview(values).cast("B")
-        self._digest.update(data)
-        self._handle.write(data)
-        self._size += len(data)
         self.written += len(values)
+        self._size += values.nbytes
+        self._wait()
+        if self._writer is None:
+            self._hash_and_write(values)
+        else:
+            self._pending = self._writer.submit(self._hash_and_write, values)
 
     def close(self) -> ManifestEntry:
+        try:
+            self._wait()
+        except BaseException:
+            self._handle.close()
+            raise
         if self.written != self.count:
             self._handle.close()
             raise ValueError(
@@ -72,13 +105,20 @@ class StreamedFile:
 
     def abandon(self) -> None:
         """Close without checks (the caller is failing; the staged folder goes with it)."""
+        with contextlib.suppress(BaseException):
+            self._wait()
         self._handle.close()
 
 
-def streamed_npy(path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> StreamedFile:
+def streamed_npy(
+    path: Path,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    writer: ThreadPoolExecutor | None = None,
+) -> StreamedFile:
     """A :class:`StreamedFile` that becomes a ``.npy`` of ``shape`` (filled in C order)."""
     count = int(np.prod(shape, dtype=np.int64))
-    return StreamedFile(path, dtype, count, npy_header_bytes(dtype, shape))
+    return StreamedFile(path, dtype, count, npy_header_bytes(dtype, shape), writer)
 
 
 def save_small_npy(path: Path, array: np.ndarray) -> ManifestEntry:
