@@ -12,10 +12,11 @@ beyond that), whatever the size of the source. Every output is written to a temp
 and renamed into place when the whole source succeeded (``hrm_assets.atomic``), so a failure
 keeps the previous files.
 
-Nothing is dropped silently: a record the source rules reject (``SkipRecord``), a record that
-breaks the cleaning function, and a row that is not three valid strings with known condition
-tags are counted in the :class:`CleaningReport` under a reason, with a few examples naming the
-file, the row and the raw record.
+Nothing is dropped silently: a record the source rules reject (``SkipRecord``), a row they
+leave out (``SkippedRow``, a declared source's filters), a record that breaks the cleaning
+function, and a row that is not three valid strings with known condition tags are counted
+in the :class:`CleaningReport` under a reason, with a few examples naming the file, the row and
+the raw record.
 
 CLI: ``python -m hrm_assets.cleaning SOURCE... [--raw-root DIR] [--out DIR]``.
 """
