@@ -32,7 +32,9 @@ from hrm_assets.datacard import (
 )
 from hrm_assets.datacard.task_sources import sources_of_tasks
 from hrm_assets.hashing import file_sha256
+from hrm_assets.layout import safe_name
 from hrm_assets.manifest import array_files, read_manifest, verify_folder
+from hrm_assets.partitioning import relative_paths_for
 from hrm_assets.prefix_config import load_prefix_rules
 from hrm_assets.sampled_output import unproven_paths
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
@@ -194,6 +196,30 @@ def test_task_sources_follow_the_cleaned_layout():
         "Platypus__arb_math.jsonl": "arb",
         "flan__x.jsonl": None,
         "notes.jsonl": None,
+    }
+
+
+def source_by_spellings(name: str) -> str | None:
+    """The definition, slowly: the first registered source that writes any relative path
+    whose tokenized folder name is ``name``."""
+    spellings = relative_paths_for(name)
+    return next((spec.name for spec in SOURCES.values() if any(map(spec.writes, spellings))), None)
+
+
+def test_task_sources_agree_with_every_spelling_of_the_name():
+    names = {safe_name(output) for spec in SOURCES.values() for output in spec.static_outputs}
+    for spec in SOURCES.values():
+        folder = safe_name(spec.output.rstrip("/"))
+        names |= {
+            f"{folder}__x.{spec.format}",
+            f"{folder}___x__y.{spec.format}",
+            f"{folder}__.{spec.format}",
+            f"{folder}__x.txt",
+            f"{folder}.{spec.format}",
+        }
+    names |= {"notes.jsonl", "a____b.jsonl", "__.parquet"}
+    assert sources_of_tasks(sorted(names), SOURCES) == {
+        name: source_by_spellings(name) for name in sorted(names)
     }
 
 

@@ -3,7 +3,12 @@
 A task is named after a cleaned file (its relative path with ``/`` as ``__``,
 ``hrm_assets.layout.safe_name``); it belongs to the source that writes such a file
 (``SourceSpec.writes``): one of its fixed outputs, or a file of its format under its routed
-folder. Tasks of files no source writes (a hand-made cleaned file) have no source.
+folder; the first such source in registry order if several could have. Tasks of files no
+source writes (a hand-made cleaned file) have no source.
+
+Equivalent to trying every spelling of the name with ``/`` for ``__``
+(``hrm_assets.partitioning.relative_paths_for``) against every source, without building the
+spellings: a name with many ``__`` has exponentially many.
 """
 
 from __future__ import annotations
@@ -15,29 +20,30 @@ from hrm_assets.sources import SourceSpec
 
 
 class TaskSourceIndex:
-    """Looks up the source of a task name; built once from the specs."""
+    """Looks up the source of a task name; built once from the specs (in registry order)."""
 
     def __init__(self, specs: Iterable[SourceSpec]) -> None:
-        self._fixed: dict[str, str] = {}
-        self._routed: list[tuple[str, str, str]] = []
-        for spec in sorted(specs, key=lambda item: item.name):
+        self._fixed: dict[str, tuple[int, str]] = {}
+        self._routed: list[tuple[int, str, str, str]] = []
+        for order, spec in enumerate(specs):
             if spec.route is None or spec.route_outputs:
                 for output in spec.static_outputs:
-                    self._fixed.setdefault(safe_name(output), spec.name)
+                    self._fixed.setdefault(safe_name(output), (order, spec.name))
             else:
                 folder = safe_name(spec.output.rstrip("/")) + "__"
-                self._routed.append((folder, f".{spec.format}", spec.name))
+                self._routed.append((order, folder, f".{spec.format}", spec.name))
 
     def source_of(self, task: str) -> str | None:
-        """The name of the source whose cleaned file ``task`` was made from, else ``None``
-        (the first source by name if several could have written it)."""
+        """The name of the first source (registry order) that writes a cleaned file whose
+        tokenized folder is ``task``, else ``None``."""
         found = self._fixed.get(task)
-        if found is not None:
-            return found
-        for folder, suffix, name in self._routed:
+        for order, folder, suffix, name in self._routed:
+            if found is not None and order > found[0]:
+                break
             if task.startswith(folder) and task.endswith(suffix) and len(task) > len(folder):
-                return name
-        return None
+                found = (order, name)
+                break
+        return None if found is None else found[1]
 
 
 def sources_of_tasks(

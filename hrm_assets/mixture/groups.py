@@ -16,18 +16,6 @@ def weighted_groups(mixture: MixtureConfig) -> set[str]:
     return {group for phase in effective_phases(mixture) for group in phase.weights}
 
 
-def source_of_task(name: str) -> str | None:
-    """The registered source that writes the cleaned file of tokenized folder ``name``."""
-    from hrm_assets.partitioning import relative_paths_for
-    from hrm_assets.sources import SOURCES
-
-    spellings = relative_paths_for(name)
-    for spec in SOURCES.values():
-        if any(spec.writes(relative) for relative in spellings):
-            return spec.name
-    return None
-
-
 def task_groups(
     names: Sequence[str], rules: list[PrefixRule], mixture: MixtureConfig, path: Path
 ) -> list[str | None]:
@@ -49,4 +37,8 @@ def task_groups(
             f"{path}: mixture.weights.{unknown[0]}: no registered source has this name "
             f"(group_by: source; sources: {', '.join(SOURCES)})"
         )
-    return [source if (source := source_of_task(name)) in named else None for name in names]
+    # The registered source that writes each task's cleaned file, as the data card finds it.
+    from hrm_assets.datacard.task_sources import sources_of_tasks
+
+    sources = sources_of_tasks(names, SOURCES)
+    return [source if (source := sources[name]) in named else None for name in names]
