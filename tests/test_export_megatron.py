@@ -271,8 +271,10 @@ def test_cli(sampled, tmp_path, capsys):
 
 
 @pytest.mark.slow
-# megatron-core says at import that NVIDIA's optional kernels are missing: not used here.
+# megatron-core's import warns that NVIDIA's optional kernels are missing and about its own
+# module layout: neither concerns the dataset reader.
 @pytest.mark.filterwarnings("ignore:Transformer Engine and Apex are not installed:UserWarning")
+@pytest.mark.filterwarnings("ignore:The following imports from `dynamic_context.py`")
 def test_megatron_core_reads_every_sequence(sampled, tmp_path):
     """megatron-core's own reader (PyPI ``megatron-core``, installed by ``make test``) on our
     export of an epoch and of the whole corpus: every sequence equals our arrays."""
@@ -299,3 +301,14 @@ def test_megatron_core_reads_every_sequence(sampled, tmp_path):
                 )
                 # A slice, as Megatron's GPTDataset reads a sample: the response alone.
                 np.testing.assert_array_equal(dataset.get(index, offset=len(instruction)), response)
+
+
+def test_a_second_writer_of_the_same_output_is_refused(sampled, tmp_path):
+    from hrm_assets.atomic import exclusive_lock, lock_path_for
+
+    with (
+        exclusive_lock(lock_path_for(tmp_path / "out")),
+        pytest.raises(ExportError, match="another export is writing it now"),
+    ):
+        export_megatron(tmp_path / "out", sampled_dir=sampled, epoch=0)
+    assert not (tmp_path / "out").exists()

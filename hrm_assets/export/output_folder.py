@@ -69,12 +69,11 @@ def export_folder(output: Path, inputs: list[Path]) -> Iterator[StagedExport]:
     if target.exists() and not target.is_dir():
         raise ExportError(f"{output}: exists and is not a folder; left alone")
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = exclusive_lock(lock_path_for(target), wait=False)
-        lock.__enter__()
-    except BlockingIOError:
-        raise ExportError(f"{output}: another export is writing it now") from None
-    try:
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive_lock(lock_path_for(target), wait=False))
+        except BlockingIOError:
+            raise ExportError(f"{output}: another export is writing it now") from None
         if target.is_dir():
             foreign = unproven_paths(target)
             if foreign:
@@ -90,5 +89,3 @@ def export_folder(output: Path, inputs: list[Path]) -> Iterator[StagedExport]:
             yield export
             manifest = {"files": dict(sorted(export.entries.items())), "format": MANIFEST_FORMAT}
             _atomic_write_bytes(staged / MANIFEST_FILE, manifest_bytes(manifest))
-    finally:
-        lock.__exit__(None, None, None)
