@@ -333,8 +333,11 @@ class RowReader:
             np.asarray(destinations).tolist(),
             strict=True,
         )
-        if len(table.token_files) == 1:
-            tokens = self._tokens_of(0) if len(rows) else None
+        if len(table.token_files) == 1 and len(rows):
+            tokens = self._tokens_of(0)
+            if tokens.dtype == out.dtype and out.flags.c_contiguous:
+                self._copy_rows_as_bytes(tokens, out, columns)
+                return
             for inst_start, inst_len, resp_start, resp_len, at in columns:
                 if resp_start == inst_start + inst_len:
                     out[at : at + inst_len + resp_len] = tokens[inst_start : resp_start + resp_len]
@@ -351,6 +354,24 @@ class RowReader:
             out[at : at + inst_len] = tokens[inst_start : inst_start + inst_len]
             at += inst_len
             out[at : at + resp_len] = tokens[resp_start : resp_start + resp_len]
+
+    @staticmethod
+    def _copy_rows_as_bytes(tokens: np.ndarray, out: np.ndarray, columns) -> None:
+        # The same copies through memoryviews of bytes: a memoryview slice costs a fraction
+        # of a numpy one, which is most of the cost of a row of a few hundred tokens.
+        source, target = memoryview(tokens).cast("B"), memoryview(out).cast("B")
+        item = tokens.itemsize
+        for inst_start, inst_len, resp_start, resp_len, at in columns:
+            at *= item
+            if resp_start == inst_start + inst_len:
+                size = (inst_len + resp_len) * item
+                target[at : at + size] = source[inst_start * item : inst_start * item + size]
+            else:
+                size = inst_len * item
+                target[at : at + size] = source[inst_start * item : inst_start * item + size]
+                at += size
+                size = resp_len * item
+                target[at : at + size] = source[resp_start * item : resp_start * item + size]
 
     def read(self, rows: np.ndarray) -> RowBatch:
         """The tokens of ``rows`` (table row numbers, any order) back to back, in that order."""
