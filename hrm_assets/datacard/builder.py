@@ -226,7 +226,6 @@ def build_data_card(
             "manifest_sha256": manifest_sha256,
         },
     }
-    mixture = getattr(result, "mixture", None)
-    if mixture is not None:
-        card["mixture"] = plain_data(mixture)
+    if result.mixture is not None:  # hrm_assets.mixture.report.MixtureReport
+        card["mixture"] = plain_data(result.mixture)
     return card
