@@ -17,6 +17,7 @@ import pytest
 from test_sampled_asset import OP_NAME, data_paths, materialize  # noqa: F401 (a fixture)
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
+from hrm_assets import sample as cli
 from hrm_assets import sampling
 from hrm_assets.analytics import epoch_records, summary_figures, task_records
 from hrm_assets.datacard import (
@@ -423,3 +424,20 @@ def test_hrm_verify_finds_a_card_that_does_not_describe_its_folder(tmp_path, inp
     # One file of the two gone.
     (out / DATACARD_JSON).unlink()
     assert verify_folder(out).problems == [f"{out / DATACARD_JSON}: missing beside DATACARD.md"]
+
+
+def test_the_cards_command_samples_the_same_card_again(tmp_path, inputs, capsys):
+    sample(inputs, tmp_path / "out", drop_short_after_truncate=True)
+    markdown = (tmp_path / "out" / DATACARD_MARKDOWN).read_text(encoding="utf-8")
+    command = markdown.split("```\n")[1].strip()
+    program, *arguments = command.split()
+    assert program == "hrm-sample"
+    paths = {
+        "tokenized_path=TOKENIZED": f"tokenized_path={inputs[0]}",
+        "output_path=OUT": f"output_path={tmp_path / 'again'}",
+        "prefix_config_path=prefix_config.yaml": f"prefix_config_path={inputs[1]}",
+    }
+    assert set(paths) <= set(arguments)
+    assert cli.main([paths.get(argument, argument) for argument in arguments]) == 0
+    capsys.readouterr()
+    assert card_bytes(tmp_path / "again") == card_bytes(tmp_path / "out")

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hrm_assets.sampling_defaults import SETTINGS
+
 BAR_WIDTH = 30
 UNREGISTERED = "(no registered source)"
 
@@ -306,15 +308,38 @@ def _tokenizer(card: Mapping[str, Any]) -> list[str]:
     return ["## Tokenizer", "", *_table(["Field", "Value"], rows, "ll")]
 
 
+# The settings hrm-sample takes, in its usage order.
+_COMMAND_KEYS = tuple(setting.name for setting in SETTINGS)
+
+
+def _setting_text(value: Any) -> str:
+    """A setting as hrm-sample reads it (``false``, not Python's ``False``)."""
+    return json.dumps(value) if isinstance(value, bool) or value is None else str(value)
+
+
 def _settings(card: Mapping[str, Any]) -> list[str]:
     sampling, prefix = card["sampling"], card["prefix_config"]
-    rows = [(_code(key), _code(json.dumps(value))) for key, value in sorted(sampling.items())]
+    rows = [(_code(key), _code(_setting_text(value))) for key, value in sorted(sampling.items())]
     text = prefix["text"]
     fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    command = " ".join(
+        [
+            "hrm-sample tokenized_path=TOKENIZED output_path=OUT",
+            f"prefix_config_path={prefix['file']}",
+            *(f"{key}={_setting_text(sampling[key])}" for key in _COMMAND_KEYS),
+        ]
+    )
     return [
         "## Sampling settings",
         "",
         *_table(["Setting", "Value"], rows, "ll"),
+        "",
+        "The same epochs again, from the same tokenized root with this prefix_config and the "
+        "code version below:",
+        "",
+        "```",
+        command,
+        "```",
         "",
         f"### prefix_config ({_code(prefix['file'])}, SHA-256 {_code(prefix['sha256'])})",
         "",
