@@ -375,6 +375,8 @@ def test_the_sampled_asset_shows_the_card(data_paths):  # noqa: F811 (the fixtur
         == hashlib.sha256(tokenizer_json.read_bytes()).hexdigest()
     )
     assert read_card(output)["tokenizer"]["shipped"] is True
+    # Its command names the tokenizer, so sampling again ships it too.
+    assert " tokenizer_path=TOKENIZER_JSON\n```" in metadata["data_card"].value
 
 
 def test_a_sampled_mixture_is_in_the_card(tmp_path):

@@ -327,6 +327,8 @@ def _settings(card: Mapping[str, Any]) -> list[str]:
             "hrm-sample tokenized_path=TOKENIZED output_path=OUT",
             f"prefix_config_path={prefix['file']}",
             *(f"{key}={_setting_text(sampling[key])}" for key in _COMMAND_KEYS),
+            # Shipped tokenizers are named, so the new folder ships one too.
+            *(["tokenizer_path=TOKENIZER_JSON"] if card["tokenizer"]["shipped"] else []),
         ]
     )
     return [
@@ -335,7 +337,13 @@ def _settings(card: Mapping[str, Any]) -> list[str]:
         *_table(["Setting", "Value"], rows, "ll"),
         "",
         "The same epochs again, from the same tokenized root with this prefix_config and the "
-        "code version below:",
+        "code version below"
+        + (
+            " (`TOKENIZER_JSON`: the tokenizer.json of the SHA-256 above)"
+            if card["tokenizer"]["shipped"]
+            else ""
+        )
+        + ":",
         "",
         "```",
         command,
