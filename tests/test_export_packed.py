@@ -14,7 +14,7 @@ from test_sampling import write_tokenized
 
 from hrm_assets.export.cli import main
 from hrm_assets.export.export_runs import export_packed, fill_buckets
-from hrm_assets.export.packed_writer import write_packed
+from hrm_assets.export.packed_writer import ARRAY_DTYPES, chunk_layout, row_arrays, write_packed
 from hrm_assets.export.packing import pack_rows
 from hrm_assets.export.row_source import sampled_epoch_rows
 from hrm_assets.manifest import verify_folder
@@ -227,3 +227,15 @@ def test_cli(sampled, tmp_path, capsys):
     assert main([*corpus, "--context-size", "20"]) == 0
     captured = capsys.readouterr()
     assert "not packed: 1 row(s)" in captured.out and "warning: " in captured.err
+
+
+def test_row_arrays_by_hand():
+    lengths, inst_lengths = np.array([2, 3, 4]), np.array([1, 2, 2])
+    destinations, segment_ids = chunk_layout(lengths, np.array([2, 1]), 5)
+    np.testing.assert_array_equal(destinations, [0, 2, 5])
+    np.testing.assert_array_equal(segment_ids, [1, 2, 1])
+    arrays = row_arrays(2, destinations, lengths, inst_lengths, segment_ids, 5)
+    np.testing.assert_array_equal(arrays["position_ids"], [0, 1, 0, 1, 2, 0, 1, 2, 3, 0])
+    np.testing.assert_array_equal(arrays["segment_ids"], [1, 1, 2, 2, 2, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(arrays["loss_mask"], [0, 1, 0, 0, 1, 0, 0, 1, 1, 0])
+    assert {name: array.dtype for name, array in arrays.items()} == ARRAY_DTYPES
