@@ -312,3 +312,19 @@ def test_a_second_writer_of_the_same_output_is_refused(sampled, tmp_path):
     ):
         export_megatron(tmp_path / "out", sampled_dir=sampled, epoch=0)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_sampled_folder_replaced_during_the_export_fails_it(sampled, tmp_path, monkeypatch):
+    from hrm_assets.export import export_runs
+
+    real_write = export_runs.write_megatron
+
+    def write_while_resampled(table, folder, **kwargs):
+        written = real_write(table, folder, **kwargs)
+        (sampled / "manifest.json").write_text('{"files": {}, "format": "another run"}')
+        return written
+
+    monkeypatch.setattr(export_runs, "write_megatron", write_while_resampled)
+    with pytest.raises(RowSourceError, match="replaced by another sampling run.*export again"):
+        export_megatron(tmp_path / "out", sampled_dir=sampled, epoch=0)
+    assert not (tmp_path / "out").exists()

@@ -99,9 +99,10 @@ def export_megatron(
     """Write a Megatron indexed dataset of the rows (``hrm_assets.export.megatron``) into the
     folder ``output``; errors name the file, row and field."""
     with (
-        held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as table,
+        held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as held,
         export_folder(output, _inputs(sampled_dir, tokenized_dir)) as staged,
     ):
+        table = held.table
         written = write_megatron(table, staged.folder, prefix=prefix, progress=progress)
         for name, entry in written.files.items():
             staged.add(name, entry)
@@ -130,6 +131,7 @@ def export_megatron(
                 },
             ),
         )
+        held.confirm()  # before the rename publishes it
     return summary
 
 
@@ -152,9 +154,10 @@ def export_packed(
     ``overlong_rows.npy`` and ``export.json``, and ``warn`` hears of them.
     """
     with (
-        held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as table,
+        held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as held,
         export_folder(output, _inputs(sampled_dir, tokenized_dir)) as staged,
     ):
+        table = held.table
         capacity = context_size or table.context_size or defaults.CONTEXT_SIZE.default
         if capacity < 2:
             raise ValueError(f"context_size must be at least 2, got {capacity}")
@@ -208,4 +211,5 @@ def export_packed(
                 },
             ),
         )
+        held.confirm()  # before the rename publishes it
     return summary

@@ -21,7 +21,7 @@ import contextlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -392,34 +392,55 @@ def _manifest_bytes(folder: Path) -> bytes | None:
         return None
 
 
+@dataclass
+class HeldRows:
+    """A :class:`RowTable` and :meth:`confirm`, which raises :class:`RowSourceError` if what
+    it was read from changed meanwhile. Call it after the last read and before publishing."""
+
+    table: RowTable
+    _confirm: Callable[[], None]
+
+    def confirm(self) -> None:
+        self._confirm()
+
+
 @contextlib.contextmanager
 def held_rows(
     *, sampled_dir: Path | None = None, epoch: int = 0, tokenized_dir: Path | None = None
-) -> Iterator[RowTable]:
+) -> Iterator[HeldRows]:
     """The rows of a sampled epoch (``sampled_dir``, ``epoch``) or of a whole tokenized root
     (``tokenized_dir``), held still while the block reads them.
 
     A tokenized root is held as the sampler holds it (shared locks on every task folder,
     :mod:`hrm_assets.tokenized_snapshot`), so a tokenizer waits. A sampled folder is replaced
-    by the sampler as a whole by a rename: its ``manifest.json`` is compared before and after
-    the block, and a folder replaced meanwhile (spans of one version, tokens of another) is a
-    :class:`RowSourceError` telling to export again.
+    by the sampler as a whole by a rename: :meth:`HeldRows.confirm` compares its
+    ``manifest.json`` with what it was before reading, and a folder replaced meanwhile (spans
+    of one version, tokens of another) is a :class:`RowSourceError` telling to export again.
     """
     if (sampled_dir is None) == (tokenized_dir is None):
         raise ValueError("give exactly one of sampled_dir and tokenized_dir")
     if tokenized_dir is not None:
         try:
             with tokenized_snapshot(Path(tokenized_dir), task_directories) as snapshot:
-                yield tokenized_corpus_rows(Path(tokenized_dir))
-                snapshot.release()
+
+                def release() -> None:
+                    try:
+                        snapshot.release()
+                    except SnapshotError as exc:
+                        raise RowSourceError(str(exc)) from None
+
+                yield HeldRows(tokenized_corpus_rows(Path(tokenized_dir)), release)
         except SnapshotError as exc:
             raise RowSourceError(str(exc)) from None
         return
     sampled_dir = Path(sampled_dir)
     before = _manifest_bytes(sampled_dir)
-    yield sampled_epoch_rows(sampled_dir, epoch)
-    if _manifest_bytes(sampled_dir) != before:
-        raise RowSourceError(
-            f"{sampled_dir}: replaced by another sampling run while being exported; "
-            f"nothing was written: export again"
-        )
+
+    def unchanged() -> None:
+        if _manifest_bytes(sampled_dir) != before:
+            raise RowSourceError(
+                f"{sampled_dir}: replaced by another sampling run while being exported; "
+                f"nothing was written: export again"
+            )
+
+    yield HeldRows(sampled_epoch_rows(sampled_dir, epoch), unchanged)
