@@ -30,6 +30,7 @@ from hrm_assets.datacard import (
     read_prefix_config,
     render_markdown,
     share_chart_png,
+    write_data_card,
 )
 from hrm_assets.datacard.task_sources import sources_of_tasks
 from hrm_assets.hashing import file_sha256
@@ -342,6 +343,12 @@ def test_canonical_json_is_sorted_with_fixed_float_digits():
         canonical_json_bytes({"b": [0, float("nan")]})
     with pytest.raises(TypeError, match=r"\$\.a: set"):
         canonical_json_bytes({"a": {1}})
+
+
+def test_a_card_json_cannot_hold_is_an_error_naming_the_file(tmp_path):
+    with pytest.raises(DataCardError, match=r"datacard.json: cannot be written: \$\.share"):
+        write_data_card(tmp_path, {"share": float("inf")})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_chart_is_a_reproducible_png(tmp_path, inputs):

@@ -66,7 +66,11 @@ def write_data_card(folder: Path, card: Mapping[str, Any]) -> None:
     """Write ``datacard.json`` (canonical JSON) and ``DATACARD.md`` into ``folder``, each
     atomically."""
     folder = Path(folder)
-    atomic_write_bytes(folder / DATACARD_JSON, canonical_json_bytes(card))
+    try:
+        data = canonical_json_bytes(card)
+    except (TypeError, ValueError) as exc:  # a figure JSON cannot hold, e.g. an infinite share
+        raise DataCardError(f"{folder / DATACARD_JSON}: cannot be written: {exc}") from None
+    atomic_write_bytes(folder / DATACARD_JSON, data)
     atomic_write_text(folder / DATACARD_MARKDOWN, render_markdown(card))
 
 
