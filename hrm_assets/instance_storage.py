@@ -11,8 +11,12 @@ closed), and the index's table list cached (it only changes when the schema is m
 
 Its commits are synced at WAL checkpoints, not one by one (``synchronous=NORMAL``): a commit
 survives any crash of a process, and a power cut may lose the last ones but never corrupts the
-database. Everything else (schema, files, concurrency between processes through SQLite's own
-locking) is Dagster's. ``dagster_home/dagster.yaml`` selects it:
+database. A step that records thousands of events can group them (:func:`grouped_commits`):
+its writes then share one transaction per database, committed every ``GROUP_SECONDS`` and when
+the group ends, each write in a savepoint of its own so that a failing one undoes only itself;
+a crash loses the group's uncommitted records, never an output (the next run records it again).
+Everything else (schema, files, concurrency between processes through SQLite's own locking) is
+Dagster's. ``dagster_home/dagster.yaml`` selects it:
 
     storage:
       custom:
@@ -27,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 
@@ -53,6 +58,9 @@ from sqlalchemy.pool import QueuePool
 
 # Database files whose connection stays open: the index and the runs being written or read.
 OPEN_DATABASES = 8
+# A group of writes is committed at least this often: what a crash can lose of a step's records
+# (never its outputs), and the longest another process waits to write to the same database.
+GROUP_SECONDS = 0.5
 
 
 def _commit_without_fsync(dbapi_connection, _record) -> None:
@@ -65,6 +73,44 @@ def _commit_without_fsync(dbapi_connection, _record) -> None:
     cursor.close()
 
 
+class _CommitGroup:
+    """The open transaction of each database a group of writes went to."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, Connection] = {}
+        self.started = time.monotonic()
+
+    def connection(self, shard: str, engine: Engine) -> Connection:
+        connection = self.open.get(shard)
+        if connection is None:
+            connection = engine.connect()
+            # pysqlite begins transactions itself, and not before a SAVEPOINT: SQLAlchemy's
+            # recipe for savepoints on SQLite is to switch that off and BEGIN explicitly. Only
+            # for this connection: elsewhere Dagster's DDL must not run inside a transaction.
+            connection.connection.driver_connection.isolation_level = None
+            connection.exec_driver_sql("BEGIN")
+            self.open[shard] = connection
+        return connection
+
+    def commit_if_due(self) -> None:
+        if time.monotonic() - self.started >= GROUP_SECONDS:
+            self.commit()
+
+    def commit(self) -> None:
+        # Release every connection even if a commit fails; the first error is raised.
+        connections, self.open = self.open, {}
+        self.started = time.monotonic()
+        with contextlib.ExitStack() as closing:
+            for connection in connections.values():
+                closing.callback(connection.close)
+                closing.callback(_restore_default_transactions, connection)
+                closing.callback(connection.commit)
+
+
+def _restore_default_transactions(connection: Connection) -> None:
+    connection.connection.driver_connection.isolation_level = ""
+
+
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     """Dagster's SQLite event log, with a pooled connection per database file."""
 
@@ -72,6 +118,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._engines_lock = threading.Lock()
         self._tables: dict[str, bool] = {}
+        self._group: _CommitGroup | None = None
         super().__init__(base_dir, inst_data)
 
     def _engine(self, shard: str) -> Engine:
@@ -102,8 +149,28 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
-            with engine.connect() as connection, connection.begin():
-                yield connection
+            if self._group is None:
+                with engine.connect() as connection, connection.begin():
+                    yield connection
+                return
+            with self._group.connection(shard, engine).begin_nested():
+                yield self._group.connection(shard, engine)
+            self._group.commit_if_due()
+
+    @contextlib.contextmanager
+    def grouped_commits(self) -> Iterator[None]:
+        """Within: this storage's writes are committed in groups (see the module docstring).
+        Reads see the group's writes. Not reentrant."""
+        with self._db_lock:
+            if self._group is not None:
+                raise RuntimeError("grouped_commits is not reentrant")
+            group = self._group = _CommitGroup()
+        try:
+            yield
+        finally:
+            with self._db_lock:
+                self._group = None
+                group.commit()
 
     @property
     def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:

@@ -97,3 +97,93 @@ def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home)
         keys = event.dagster_event.event_specific_data.partitions_subset.get_partition_keys()
         assert list(keys) == [row.partition]  # its own partition, not the run's whole subset
     instance.dispose()
+
+
+def _report(instance, asset: str, partition: str) -> None:
+    instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition=partition))
+
+
+def _materialized(instance, asset: str) -> list[str]:
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=100).records
+    return sorted(record.partition_key for record in records)
+
+
+def test_grouped_commits_are_read_back_at_once_and_committed_when_the_group_ends(home):
+    writer = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    with writer.event_log_storage.grouped_commits():
+        for partition in ("a", "b"):
+            _report(writer, "grouped", partition)
+        # The group's own reads see its writes; another process's do not, until it commits.
+        assert _materialized(writer, "grouped") == ["a", "b"]
+        assert _materialized(reader, "grouped") == []
+    assert _materialized(reader, "grouped") == ["a", "b"]
+    # Outside a group, every write is committed at once again.
+    _report(writer, "grouped", "c")
+    assert _materialized(reader, "grouped") == ["a", "b", "c"]
+    writer.dispose()
+    reader.dispose()
+
+
+def test_a_group_commits_every_group_seconds(home, monkeypatch):
+    import hrm_assets.instance_storage as instance_storage
+
+    monkeypatch.setattr(instance_storage, "GROUP_SECONDS", 0.0)  # due at every write
+    writer = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    with writer.event_log_storage.grouped_commits():
+        _report(writer, "timed", "a")
+        assert _materialized(reader, "timed") == ["a"]
+    writer.dispose()
+    reader.dispose()
+
+
+def test_a_failing_write_in_a_group_undoes_only_itself(home):
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+
+    writer = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    storage = writer.event_log_storage
+    with storage.grouped_commits():
+        _report(writer, "kept", "a")
+        with pytest.raises(RuntimeError, match="half-done"):
+            with storage.index_connection() as connection:
+                connection.execute(SqlEventLogStorageTable.delete())  # undone by its savepoint
+                raise RuntimeError("half-done")
+        _report(writer, "kept", "b")
+    reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    assert _materialized(reader, "kept") == ["a", "b"]
+    with pytest.raises(RuntimeError, match="not reentrant"):
+        with storage.grouped_commits(), storage.grouped_commits():
+            pass
+    writer.dispose()
+    reader.dispose()
+
+
+def test_a_killed_group_loses_its_uncommitted_records_and_nothing_else(home):
+    import multiprocessing
+    import os
+    import signal
+
+    writer = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    _report(writer, "killed", "before")
+    writer.dispose()
+    ready = multiprocessing.get_context("fork").Event()
+
+    def write_then_hang() -> None:
+        instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+        with instance.event_log_storage.grouped_commits():
+            _report(instance, "killed", "in-group")
+            ready.set()
+            signal.pause()
+
+    child = multiprocessing.get_context("fork").Process(target=write_then_hang)
+    child.start()
+    assert ready.wait(60)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join()
+    reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    assert _materialized(reader, "killed") == ["before"]
+    # The database took no harm: it is written and read as before.
+    _report(reader, "killed", "after")
+    assert _materialized(reader, "killed") == ["after", "before"]
+    reader.dispose()

@@ -27,6 +27,7 @@ from hrm_assets.defs.tokenized.checks import (
 )
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.defs.tokenized.records import (
+    grouped_records,
     latest_materialization_targets,
     mark_failed,
     materialization,
@@ -122,6 +123,12 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         op_tags={CELERY_QUEUE_TAG: GENERAL_QUEUE},
     )
     def tokenized(
+        context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
+    ) -> Iterator[dg.AssetMaterialization | dg.AssetCheckEvaluation]:
+        with grouped_records(context.instance):
+            yield from tokenize_partitions(context, config, data_paths)
+
+    def tokenize_partitions(
         context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
     ) -> Iterator[dg.AssetMaterialization | dg.AssetCheckEvaluation]:
         partitions = context.partition_keys

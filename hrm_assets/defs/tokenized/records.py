@@ -14,6 +14,7 @@ thousands of files writes no per-file events: only its failing checks are record
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 
 import dagster as dg
@@ -30,9 +31,19 @@ from dagster._core.definitions.data_version import (
 )
 from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent, DagsterEventType
 
+from hrm_assets.instance_storage import PooledSqliteEventLogStorage
 from hrm_assets.tokenize import TokenizeOutcome
 
 _NULL_EVENT_POINTER = "NULL"
+
+
+def grouped_records(instance: dg.DagsterInstance) -> contextlib.AbstractContextManager:
+    """Within: the run's events are committed in groups where the instance's storage can (the
+    local SQLite one: ``instance_storage.grouped_commits``); elsewhere one by one as usual."""
+    storage = instance.event_log_storage
+    if isinstance(storage, PooledSqliteEventLogStorage):
+        return storage.grouped_commits()
+    return contextlib.nullcontext()
 
 
 def recorded_data_versions(
