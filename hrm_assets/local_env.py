@@ -82,6 +82,14 @@ def partition_range_main(argv: Sequence[str] | None = None) -> int:
     return main(argv)
 
 
+def materialize_tokenized_main(argv: Sequence[str] | None = None) -> int:
+    """``hrm-materialize-tokenized``: the same ``.env`` as the ``dagster`` command."""
+    apply_env_file()
+    from hrm_assets.defs.tokenized.materialize_all import main
+
+    return main(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hrm_assets.local_env",
