@@ -39,6 +39,9 @@ from hrm_assets.progress import progress_bar
 PAD_ID = 0
 # Tokens per chunk of sequences written at once (times about 10 bytes across the arrays).
 CHUNK_TOKENS = 1 << 22
+# Threads hashing and writing the four arrays while the next chunk is built: each file's chunks
+# stay in order (a file waits for its previous chunk), different files proceed side by side.
+WRITER_THREADS = 2
 ARRAY_DTYPES = {
     "loss_mask": np.dtype(np.uint8),
     "position_ids": np.dtype(np.int32),
@@ -145,7 +148,9 @@ def write_packed(
     dtypes = {"tokens": token_dtype, **ARRAY_DTYPES}
     per_chunk = max(1, chunk_tokens // capacity)
     rows_per_sequence = np.diff(plan.sequence_offsets)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="packed-writer") as writer:
+    with ThreadPoolExecutor(
+        max_workers=WRITER_THREADS, thread_name_prefix="packed-writer"
+    ) as writer:
         streams = {
             name: streamed_npy(folder / f"{name}.npy", dtype, shape, writer)
             for name, dtype in dtypes.items()
