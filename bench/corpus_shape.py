@@ -666,6 +666,20 @@ class DagsterBuild:
 
 
 @dataclass
+class OneCommandBuild:
+    """The tokenized partitions through ``hrm-materialize-tokenized``: every source's run in
+    one process, in a fresh instance and tokenized root of its own."""
+
+    first_seconds: float = 0.0
+    noop_seconds: float = 0.0
+    first_peak_rss_bytes: int = 0
+    noop_peak_rss_bytes: int = 0
+    materialized: int = 0
+    differing: list[str] = field(default_factory=list)
+    noop_rewritten: int = 0
+
+
+@dataclass
 class CorpusShapeResult:
     megabytes: float
     file_scale: float
@@ -681,6 +695,7 @@ class CorpusShapeResult:
     sensor: dict
     partitions: int
     dagster: DagsterBuild
+    one_command: OneCommandBuild
     automation: dict
     cleaned: dict
 
@@ -695,9 +710,17 @@ class CorpusShapeResult:
             return None
         return self.dagster.first_seconds / self.cli_first["seconds"]
 
+    @property
+    def one_command_over_cli(self) -> float:
+        return self.one_command.first_seconds / self.cli_first["seconds"]
+
     def as_dict(self) -> dict:
         figures = asdict(self)
-        figures.update(cli_speedup=self.cli_speedup, dagster_over_cli=self.dagster_over_cli)
+        figures.update(
+            cli_speedup=self.cli_speedup,
+            dagster_over_cli=self.dagster_over_cli,
+            one_command_over_cli=self.one_command_over_cli,
+        )
         return figures
 
 
@@ -772,6 +795,21 @@ def timing_rows(result: CorpusShapeResult) -> list[tuple[str, str, float | None,
         ]
     else:
         rows.append((f"Dagster, build of {partitions}", f"not available: {d.refusal}", None, None))
+    one = result.one_command
+    rows += [
+        (
+            f"Dagster, first build ({partitions}), one command",
+            "`hrm-materialize-tokenized` (every source's run in one process), fresh instance",
+            one.first_seconds,
+            one.first_peak_rss_bytes,
+        ),
+        (
+            f"Dagster, no-op rebuild ({partitions}), one command",
+            "the same command again",
+            one.noop_seconds,
+            one.noop_peak_rss_bytes,
+        ),
+    ]
     rows += [
         (
             f"`cleaned_files_sensor`, steady tick over {result.corpus['files']:,} files",
@@ -854,6 +892,13 @@ def verdict_lines(result: CorpusShapeResult) -> list[str]:
         ]
     else:
         lines.append(f"- Dagster build not available: {d.reason}. Dagster said: {d.refusal}")
+    one = result.one_command
+    lines += [
+        f"- one command: {one.materialized:,} of {result.partitions:,} partitions recorded as "
+        "materialized; its arrays equal the CLI's: "
+        + ("yes" if not one.differing else f"NO ({len(one.differing)} differ)"),
+        f"- arrays rewritten by the one command's no-op rebuild: {one.noop_rewritten}",
+    ]
     rebuilt = [name for name, flag in cleaned["noop_rebuilt"].items() if flag is not False]
     lines.append(
         f"- no-op cleaned run rebuilt nothing ({len(cleaned['sources'])} sources, each "
@@ -975,6 +1020,39 @@ def measure_dagster_build(
     return build, {"sources": sources}
 
 
+def measure_one_command_build(
+    data_root: Path, home: Path, cli_out: Path, files: int, log: Log
+) -> OneCommandBuild:
+    """``hrm-materialize-tokenized`` twice (first build, no-op) in a fresh instance, after
+    the tokenized root of the per-source commands is removed and the files registered again
+    by ``cleaned_files_sensor``."""
+    shutil.rmtree(data_root / "tokenized")
+    prepare_instance(home)
+    env = dagster_env(data_root, home)
+    run_child("bench.dagster_overhead", ["sensor", files], env)
+    build = OneCommandBuild()
+    module = "hrm_assets.defs.tokenized.materialize_all"
+    command = console_script("hrm-materialize-tokenized", module)
+    for phase in ("first", "noop"):
+        log(f"corpus shape: {phase} build of every tokenized source in one command")
+        before = array_mtimes(data_root / "tokenized") if phase == "noop" else {}
+        run = run_command(command, env)
+        if not run.ok:
+            failed = f"{' '.join(run.command)} failed ({run.returncode})"
+            raise RuntimeError(f"{failed}:\n{run.stderr_tail}")
+        setattr(build, f"{phase}_seconds", run.seconds)
+        setattr(build, f"{phase}_peak_rss_bytes", run.peak_rss_bytes)
+        if phase == "noop":
+            after = array_mtimes(data_root / "tokenized")
+            build.noop_rewritten = sum(after.get(k) != v for k, v in before.items())
+    recorded = _child("partitions", [], env)["sources"]
+    build.materialized = sum(entry["materialized"] for entry in recorded.values())
+    keys = sorted(p.name for p in (data_root / "tokenized").iterdir() if p.is_dir())
+    build.differing = differing_folders(cli_out, data_root / "tokenized", keys)
+    build.differing += sorted({p.name for p in cli_out.iterdir() if p.is_dir()} - set(keys))
+    return build
+
+
 def measure_cleaned_noop(work: Path, sources: Sequence[str], log: Log) -> dict:
     """No-op ``dagster asset materialize --select <cleaned>`` on the demo raw corpus: a first
     build (in process, not measured), the no-op in process (baseline), the no-op with the
@@ -1077,6 +1155,9 @@ def run_corpus_shape_benchmark(
             {"HRM_DATA_ROOT": str(data_root), "DAGSTER_HOME": str(home)},
         )
         dagster, registered = measure_dagster_build(data_root, home, cli_out, log)
+        one_command = measure_one_command_build(
+            data_root, work / "home-one-command", cli_out, corpus["files"], log
+        )
         log("corpus shape: automation sensor ticks")
         automation = _child("automation", [], dagster_env(data_root, home))
         cleaned = measure_cleaned_noop(work / "cleaned-noop", cleaned_sources, log)
@@ -1095,6 +1176,7 @@ def run_corpus_shape_benchmark(
             sensor=sensor,
             partitions=sum(e["partitions"] for e in registered["sources"].values()),
             dagster=dagster,
+            one_command=one_command,
             automation=automation,
             cleaned=cleaned,
         )

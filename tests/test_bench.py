@@ -312,6 +312,9 @@ def test_corpus_shape_stage_reports_every_figure(corpus_report):
     else:  # until the tokenized assets are batchable: the refusal, not a made-up figure
         assert "BackfillPolicy.single_run()" in dagster["refusal"]
         assert dagster["first_seconds"] == dagster["noop_seconds"] == 0
+    one = figures["one_command"]
+    assert one["materialized"] == files and one["differing"] == [] and one["noop_rewritten"] == 0
+    assert one["first_seconds"] > 0 and one["noop_seconds"] > 0
 
 
 def test_corpus_shape_ratios_are_real_numbers_with_targets(corpus_report):
@@ -332,7 +335,11 @@ def test_corpus_shape_ratios_are_real_numbers_with_targets(corpus_report):
     assert (noop.ratio is None) == (not available) == (noop.met is None)
     if not available:
         assert build.ours == noop.ours == "not available"
-    cleaned = ratios[5]
+    one_build, one_noop = ratios[4], ratios[5]
+    assert "one command" in one_build.figure and "same command" in one_noop.figure
+    assert one_build.ratio == pytest.approx(corpus_report.figures["one_command_over_cli"])
+    assert one_noop.met == (corpus_report.figures["one_command"]["noop_seconds"] <= 20)
+    (cleaned,) = [row for row in ratios if "cleaned/" in row.figure]
     assert cleaned.met == (corpus_report.figures["cleaned"]["noop"]["seconds"] <= 20)
     section = corpus_report.section
     for heading in ("| source | files |", "| measured | how |", "- the CLI wrote the"):
