@@ -171,9 +171,13 @@ def _write_tokens(
                 progress, total=bin_file.count, desc="Megatron .bin", unit="tok", unit_scale=True
             ) as bar,
         ):
-            for first, end in row_chunks(lengths, chunk_tokens):
+            # Two buffers taken in turn: the writer thread may still hash and write the
+            # previous chunk (a file has one chunk pending at most), and fresh memory for every
+            # chunk cost as much in page faults as the copy itself.
+            buffers = [np.empty(chunk_tokens, dtype=reader.dtype) for _ in range(2)]
+            for number, (first, end) in enumerate(row_chunks(lengths, chunk_tokens)):
                 rows = np.arange(first, end, dtype=np.int64)
-                batch = reader.read(rows)
+                batch = reader.read(rows, buffers[number % 2])
                 check_token_ids_fit(batch.tokens, batch.lengths, rows, dtype, table)
                 bin_file.write(batch.tokens)
                 bar.update(len(batch.tokens))

@@ -373,14 +373,19 @@ class RowReader:
                 size = resp_len * item
                 target[at : at + size] = source[resp_start * item : resp_start * item + size]
 
-    def read(self, rows: np.ndarray) -> RowBatch:
-        """The tokens of ``rows`` (table row numbers, any order) back to back, in that order."""
+    def read(self, rows: np.ndarray, buffer: np.ndarray | None = None) -> RowBatch:
+        """The tokens of ``rows`` (table row numbers, any order) back to back, in that order;
+        in the front of ``buffer`` (of this reader's dtype) when it is large enough."""
         table = self.table
         rows = np.asarray(rows, dtype=np.int64)
         inst_len = table.inst_len[rows]
         lengths = inst_len + table.resp_len[rows]
         ends = np.cumsum(lengths)
-        out = np.empty(int(ends[-1]) if len(rows) else 0, dtype=self.dtype)
+        total = int(ends[-1]) if len(rows) else 0
+        if buffer is not None and buffer.dtype == self.dtype and len(buffer) >= total:
+            out = buffer[:total]
+        else:
+            out = np.empty(total, dtype=self.dtype)
         self.copy_rows(rows, out, ends - lengths)
         return RowBatch(tokens=out, lengths=lengths, inst_lengths=inst_len)
 
