@@ -328,3 +328,10 @@ def test_a_sampled_folder_replaced_during_the_export_fails_it(sampled, tmp_path,
     with pytest.raises(RowSourceError, match="replaced by another sampling run.*export again"):
         export_megatron(tmp_path / "out", sampled_dir=sampled, epoch=0)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_prefix_must_be_a_plain_file_name(sampled, tmp_path):
+    for prefix in ("../escape", "", "a/b", ".."):
+        with pytest.raises(ValueError, match="plain file name"):
+            export_megatron(tmp_path / "out", sampled_dir=sampled, prefix=prefix)
+    assert not (tmp_path / "escape.bin").exists() and not (tmp_path / "out").exists()

@@ -9,6 +9,7 @@ Each reads a sampled epoch (``sampled_dir`` and ``epoch``) or a whole tokenized 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from hrm_assets.export.row_source import RowTable, held_rows
 EXPORT_FILE = "export.json"
 MEGATRON_FORMAT = "hrm-data-megatron/1"
 PACKED_FORMAT = "hrm-data-packed/1"
-# Rows per source file listed in export.json (a corpus has thousands of files).
+# Source files listed in export.json at most (a corpus has thousands); all are counted.
 LISTED_FILES = 10_000
 
 
@@ -83,6 +84,7 @@ def _export_json(summary: ExportSummary, table: RowTable, extra: dict[str, Any])
         "response_tokens": summary.response_tokens,
         "tokenizer_info": table.tokenizer_info,
         "source_files": table.file_rows()[:LISTED_FILES],
+        "source_file_count": len(table.token_files),
     }
     return (json.dumps(description, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
@@ -97,7 +99,9 @@ def export_megatron(
     progress: bool = False,
 ) -> ExportSummary:
     """Write a Megatron indexed dataset of the rows (``hrm_assets.export.megatron``) into the
-    folder ``output``; errors name the file, row and field."""
+    folder ``output``; errors name the file, row and field. ``prefix`` is a plain file name."""
+    if not prefix or prefix in (".", "..") or "/" in prefix or "\0" in prefix:
+        raise ValueError(f"--prefix must be a plain file name, got {prefix!r}")
     with (
         held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as held,
         export_folder(output, _inputs(sampled_dir, tokenized_dir)) as staged,
@@ -144,7 +148,7 @@ def export_packed(
     context_size: int | None = None,
     seed: int = defaults.SEED.default,
     progress: bool = False,
-    warn=None,
+    warn: Callable[[str], None] | None = None,
 ) -> ExportSummary:
     """Pack the rows first-fit-decreasing by ``seed`` into sequences of ``context_size``
     tokens (default: the sampled folder's ``max_seq_len``, or the sampler's default for a
