@@ -4,6 +4,8 @@ describe them in their metadata."""
 
 from __future__ import annotations
 
+import base64
+
 import dagster as dg
 import numpy as np
 from test_export_megatron import sampled_rows
@@ -82,6 +84,9 @@ def test_both_exports_materialize_after_the_sampled_epochs(data_paths):  # noqa:
     assert packed["packing_efficiency"] == tokens / (packed["sequences"] * 64)
     assert packed["rows_not_packed_overlong"] == 0
     assert "Sequences" in packed["sequence_fill"]
+    chart = packed["sequence_fill_chart"]
+    assert chart.startswith("![Packed sequences by fill](data:image/png;base64,")
+    assert base64.b64decode(chart.split(",", 1)[1].rstrip(")")).startswith(b"\x89PNG")
 
 
 def test_whole_corpus_by_config(data_paths):  # noqa: F811

@@ -13,7 +13,8 @@
   with its ``manifest.json``.
 - :mod:`hrm_assets.export.export_runs`: one export from start to finish (what the CLI and the
   Dagster assets call); :mod:`hrm_assets.export.cli`: ``python -m hrm_assets.export
-  megatron|packed ...`` (``hrm-export-megatron``, ``hrm-export-packed``).
+  megatron|packed ...`` (``hrm-export-megatron``, ``hrm-export-packed``);
+  :mod:`hrm_assets.export.chart`: the packed sequences by fill, as a PNG for the asset.
 
 None of it writes into the sampled or tokenized folders it reads. Formats: docs/EXPORT.md.
 """

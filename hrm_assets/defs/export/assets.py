@@ -59,6 +59,15 @@ def _data_version(files: dict) -> dg.DataVersion:
     return dg.DataVersion(value_sha256(files))
 
 
+def _fill_chart(summary) -> str:
+    import base64
+
+    from hrm_assets.export.chart import fill_chart_png
+
+    png = fill_chart_png(summary.fill_buckets, summary.packing_efficiency or 0.0)
+    return base64.b64encode(png).decode("ascii")
+
+
 def _common_metadata(summary, node: TrainingNode) -> dict:
     return {
         "dagster/row_count": summary.rows,
@@ -150,6 +159,9 @@ def build_packed_export_asset(node: TrainingNode) -> dg.AssetsDefinition:
                         {label: n / total for label, n in summary.fill_buckets.items()},
                         title="Sequences",
                     )
+                ),
+                "sequence_fill_chart": dg.MetadataValue.md(
+                    f"![Packed sequences by fill](data:image/png;base64,{_fill_chart(summary)})"
                 ),
             },
         )
