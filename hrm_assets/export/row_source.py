@@ -325,19 +325,28 @@ class RowReader:
         """
         table = self.table
         rows = np.asarray(rows, dtype=np.int64)
+        destinations = np.asarray(destinations, dtype=np.int64)
+        if len(table.token_files) == 1 and len(rows):
+            tokens = self._tokens_of(0)
+            if tokens.dtype == out.dtype and out.flags.c_contiguous:
+                spans = (
+                    table.inst_start[rows],
+                    table.inst_len[rows],
+                    table.resp_start[rows],
+                    table.resp_len[rows],
+                )
+                self._copy_rows_as_bytes(tokens, out, spans, destinations)
+                return
         columns = zip(
             table.inst_start[rows].tolist(),
             table.inst_len[rows].tolist(),
             table.resp_start[rows].tolist(),
             table.resp_len[rows].tolist(),
-            np.asarray(destinations).tolist(),
+            destinations.tolist(),
             strict=True,
         )
-        if len(table.token_files) == 1 and len(rows):
-            tokens = self._tokens_of(0)
-            if tokens.dtype == out.dtype and out.flags.c_contiguous:
-                self._copy_rows_as_bytes(tokens, out, columns)
-                return
+        if len(table.token_files) == 1:
+            tokens = self._tokens_of(0) if len(rows) else None
             for inst_start, inst_len, resp_start, resp_len, at in columns:
                 if resp_start == inst_start + inst_len:
                     out[at : at + inst_len + resp_len] = tokens[inst_start : resp_start + resp_len]
@@ -356,22 +365,33 @@ class RowReader:
             out[at : at + resp_len] = tokens[resp_start : resp_start + resp_len]
 
     @staticmethod
-    def _copy_rows_as_bytes(tokens: np.ndarray, out: np.ndarray, columns) -> None:
-        # The same copies through memoryviews of bytes: a memoryview slice costs a fraction
-        # of a numpy one, which is most of the cost of a row of a few hundred tokens.
-        source, target = memoryview(tokens).cast("B"), memoryview(out).cast("B")
+    def _copy_rows_as_bytes(
+        tokens: np.ndarray,
+        out: np.ndarray,
+        spans: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        destinations: np.ndarray,
+    ) -> None:
+        # The copies as byte ranges computed up front (a row whose response follows its
+        # instruction, as tokenization lays them out, is one range; others are two), then one
+        # memoryview slice assignment each: a memoryview slice costs a fraction of a numpy one,
+        # which is most of the cost of a row of a few hundred tokens.
+        inst_start, inst_len, resp_start, resp_len = spans
+        apart = resp_start != inst_start + inst_len
+        lengths = np.where(apart, inst_len, inst_len + resp_len)
+        starts = np.concatenate([inst_start, resp_start[apart]])
+        lengths = np.concatenate([lengths, resp_len[apart]])
+        at = np.concatenate([destinations, destinations[apart] + inst_len[apart]])
         item = tokens.itemsize
-        for inst_start, inst_len, resp_start, resp_len, at in columns:
-            at *= item
-            if resp_start == inst_start + inst_len:
-                size = (inst_len + resp_len) * item
-                target[at : at + size] = source[inst_start * item : inst_start * item + size]
-            else:
-                size = inst_len * item
-                target[at : at + size] = source[inst_start * item : inst_start * item + size]
-                at += size
-                size = resp_len * item
-                target[at : at + size] = source[resp_start * item : resp_start * item + size]
+        source, target = memoryview(tokens).cast("B"), memoryview(out).cast("B")
+        begin, size, into = starts * item, lengths * item, at * item
+        for first, last, into_first, into_last in zip(
+            begin.tolist(),
+            (begin + size).tolist(),
+            into.tolist(),
+            (into + size).tolist(),
+            strict=True,
+        ):
+            target[into_first:into_last] = source[first:last]
 
     def read(self, rows: np.ndarray, buffer: np.ndarray | None = None) -> RowBatch:
         """The tokens of ``rows`` (table row numbers, any order) back to back, in that order;
