@@ -450,3 +450,14 @@ def test_the_cards_command_samples_the_same_card_again(tmp_path, inputs, capsys)
     assert cli.main([paths.get(argument, argument) for argument in arguments]) == 0
     capsys.readouterr()
     assert card_bytes(tmp_path / "again") == card_bytes(tmp_path / "out")
+
+
+def test_the_markdown_renders_the_json_figures_not_the_unrounded_ones(tmp_path, inputs):
+    # A share whose two roundings disagree: 0.01434999 is 1.43%, its JSON 0.014350 is 1.44%.
+    sample(inputs, tmp_path / "out")
+    card = read_card(tmp_path / "out")
+    for entry in card["sources"]:
+        entry["token_share"] = 0.01434999
+    write_data_card(tmp_path / "out", card)
+    assert "| 1.44% |" in (tmp_path / "out" / "DATACARD.md").read_text()
+    assert verify_folder(tmp_path / "out").ok

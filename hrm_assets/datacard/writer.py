@@ -71,7 +71,9 @@ def write_data_card(folder: Path, card: Mapping[str, Any]) -> None:
     except (TypeError, ValueError) as exc:  # a figure JSON cannot hold, e.g. an infinite share
         raise DataCardError(f"{folder / DATACARD_JSON}: cannot be written: {exc}") from None
     atomic_write_bytes(folder / DATACARD_JSON, data)
-    atomic_write_text(folder / DATACARD_MARKDOWN, render_markdown(card))
+    # Rendered from the figures as datacard.json holds them (rounded), as hrm-verify renders
+    # them: a share of 0.0143499 would otherwise read 1.43% here and 1.44% there.
+    atomic_write_text(folder / DATACARD_MARKDOWN, render_markdown(json.loads(data)))
 
 
 def write_sampled_data_card(
