@@ -19,9 +19,9 @@ process, on the same number of threads, timed without imports or tokenizer loadi
 - ``python``: the ``tokenizers`` package's ``encode_batch`` in data_io's configuration
   (``encode_special_tokens=True``, no automatic special tokens), rows read with
   ``hrm_assets.rows``, framed in Python, arrays written with ``numpy.save``;
-- ``reference``: ``hrm_assets._tokenizer.Encoder(engine="reference")``, the Rust core driving
+- ``reference``: ``hrm_assets._core.Encoder(engine="reference")``, the Rust core driving
   the ``tokenizers`` crate;
-- ``fast``: ``hrm_assets._tokenizer.Encoder(engine="fast")``, the Rust core's own encoder.
+- ``fast``: ``hrm_assets._core.Encoder(engine="fast")``, the Rust core's own encoder.
 
 The benchmark checks that the three methods wrote byte-identical arrays. It runs at three sizes
 (``size_mb`` / 16, / 4 and ``size_mb``), and reports text MB/s (UTF-8 bytes of condition,
@@ -254,12 +254,12 @@ def _python_method(tokenizer_path: Path, files: list[Path], out: Path, threads: 
 def _rust_method(
     tokenizer_path: Path, files: list[Path], out: Path, threads: int, engine: str
 ) -> dict:
-    from hrm_assets import _tokenizer
+    from hrm_assets import _core
     from hrm_assets.framing import Framing
 
     framing = Framing()
     started = time.perf_counter()
-    encoder = _tokenizer.Encoder(
+    encoder = _core.Encoder(
         str(tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions, engine
     )
     load_seconds = time.perf_counter() - started

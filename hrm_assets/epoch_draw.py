@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.sampled_arrays import ManifestEntry, save_npy
 
 # The Rust draw indexes rows with 32 bits (the table's, and an epoch's), so it also uses only
@@ -61,7 +61,7 @@ def rust_draw_matches_numpy() -> bool:
     rng = np.random.Generator(np.random.Philox(CHECK_SEED))
     state = philox_state(rng)
     for size in CHECK_SIZES:
-        permutation, state = _tokenizer.philox_permutation(state, size)
+        permutation, state = _core.philox_permutation(state, size)
         if permutation != rng.permutation(size).tolist() or state != philox_state(rng):
             return False
     return True
@@ -91,7 +91,7 @@ def draw_epochs(
 
 def _draw_in_rust(staged, fields, lengths, tasks, epochs, seed, progress) -> EpochDraws:
     hits = np.zeros(len(lengths), dtype=np.int64)
-    tokens, written, _ = _tokenizer.write_epoch_arrays(
+    tokens, written, _ = _core.write_epoch_arrays(
         str(staged),
         [(name, np.ascontiguousarray(values, dtype=np.int64)) for name, values in fields.items()],
         np.ascontiguousarray(lengths, dtype=np.int64),

@@ -25,12 +25,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.hashing import file_sha256
 from hrm_assets.layout import is_hidden
 
-MANIFEST_FILE: str = _tokenizer.MANIFEST_FILE
-MANIFEST_FORMAT: str = _tokenizer.MANIFEST_FORMAT
+MANIFEST_FILE: str = _core.MANIFEST_FILE
+MANIFEST_FORMAT: str = _core.MANIFEST_FORMAT
 ARRAY_SUFFIX = ".npy"
 # What HRM-Text reads from a sampled folder besides the arrays, so what its manifest must list.
 SAMPLED_METADATA_FILE = "metadata.json"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.progress import progress_bar
 
 # Elements per block when concatenating tokens: big enough that the per-block cost (a file open,
@@ -114,7 +114,7 @@ def concatenate_tokens(
             bar.update(elements)
 
         try:
-            max_id, sha256, size = _tokenizer.concatenate_token_arrays(
+            max_id, sha256, size = _core.concatenate_token_arrays(
                 str(destination),
                 header,
                 [

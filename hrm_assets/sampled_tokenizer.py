@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.hashing import file_sha256
 from hrm_assets.tokenize import resolve_tokenizer_json
 
@@ -84,7 +84,7 @@ def check_tokenizer(
             "a tokenizer config needs"
         )
     try:
-        encoder = _tokenizer.Encoder(
+        encoder = _core.Encoder(
             tokenizer_json, **framing, conditions=dict(conditions), engine="reference"
         )
     except ValueError as exc:

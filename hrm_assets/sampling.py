@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets import sampling_defaults as defaults
 from hrm_assets.atomic import (
     TMP_PREFIX,
@@ -481,7 +481,7 @@ def read_span_table(
         if on_tasks is not None:
             on_tasks(tasks)
 
-    read = _tokenizer.read_span_columns(
+    read = _core.read_span_columns(
         [str(task_dir) for task_dir in task_dirs], list(SPAN_FIELDS), counts, report
     )
     if read is None:

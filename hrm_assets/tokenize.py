@@ -5,7 +5,7 @@ data_io's tokenizer command.
         [--boq T] [--eoq T] [--eoa T] [--conditions k=v,...] [--threads N]
 
 Every cleaned file under the DIRs becomes ``OUT/<safe name>/`` (arrays, ``metadata.json`` and
-the ownership marker ``.hrm-data``), written atomically by ``hrm_assets._tokenizer``.
+the ownership marker ``.hrm-data``), written atomically by ``hrm_assets._core``.
 
 Incremental by content: a folder's ``metadata.json`` records data_io's ``source_mtime`` and
 ``source_size`` plus the source's and the tokenizer's SHA-256, the framing's hash, the code
@@ -52,7 +52,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.atomic import (
     TMP_PREFIX,
     atomic_write_text,
@@ -74,11 +74,11 @@ from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
 from hrm_assets.manifest import read_manifest, sizes_match
 
-CODE_VERSION = f"hrm-tokenize/{_tokenizer.FORMAT_VERSION}"
+CODE_VERSION = f"hrm-tokenize/{_core.FORMAT_VERSION}"
 TOKENIZER_INFO_FILE = "tokenizer_info.json"
-METADATA_FILE: str = _tokenizer.METADATA_FILE
-OWNER_MARKER: str = _tokenizer.OWNER_MARKER
-ARRAY_FILES: tuple[str, ...] = tuple(_tokenizer.ARRAY_FILES)
+METADATA_FILE: str = _core.METADATA_FILE
+OWNER_MARKER: str = _core.OWNER_MARKER
+ARRAY_FILES: tuple[str, ...] = tuple(_core.ARRAY_FILES)
 # Metadata fields that must all match for a folder to be reused.
 _VERSION_FIELDS = ("source_sha256", "tokenizer_sha256", "framing", "code_version", "data_version")
 
@@ -104,12 +104,10 @@ def framing_sha256(framing: Framing) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_encoder(
-    tokenizer_json: str, tokenizer_sha256: str, framing_json: str
-) -> _tokenizer.Encoder:
+def _load_encoder(tokenizer_json: str, tokenizer_sha256: str, framing_json: str) -> _core.Encoder:
     # Keyed by content hash as well as path, so a replaced tokenizer.json is reloaded.
     framing = Framing.model_validate_json(framing_json)
-    return _tokenizer.Encoder(
+    return _core.Encoder(
         tokenizer_json, framing.boq, framing.eoq, framing.eoa, dict(framing.conditions)
     )
 
@@ -137,7 +135,7 @@ class TokenizerSetup:
     def framing_sha256(self) -> str:
         return framing_sha256(self.framing)
 
-    def encoder(self) -> _tokenizer.Encoder:
+    def encoder(self) -> _core.Encoder:
         """The Rust encoder (cached per process). Raises ``ValueError`` if a framing token is
         not in the vocabulary."""
         return _load_encoder(

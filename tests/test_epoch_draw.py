@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hrm_assets import _tokenizer, epoch_draw
+from hrm_assets import _core, epoch_draw
 from hrm_assets.epoch_draw import (
     draw_epochs,
     philox_state,
@@ -34,7 +34,7 @@ def test_permutations_and_states_equal_numpys(seed, sizes, warm_up):
     rng.integers(0, 2**32, size=warm_up, dtype=np.uint32)  # any buffer position, half words
     state = philox_state(rng)
     for size in sizes:
-        permutation, state = _tokenizer.philox_permutation(state, size)
+        permutation, state = _core.philox_permutation(state, size)
         assert permutation == rng.permutation(size).tolist()
         assert state == philox_state(rng)
 
@@ -69,7 +69,7 @@ def test_a_bad_state_is_refused():
         np.random.Generator(np.random.Philox(1))
     )
     with pytest.raises(ValueError, match="buffer_pos"):
-        _tokenizer.philox_permutation((counter, key, buffer, 5, has_uint32, uinteger), 3)
+        _core.philox_permutation((counter, key, buffer, 5, has_uint32, uinteger), 3)
 
 
 def _table(rng: np.random.Generator, task_rows: list[int]) -> tuple[dict, np.ndarray]:

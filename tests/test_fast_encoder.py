@@ -1,4 +1,4 @@
-"""The fast engine of hrm_assets._tokenizer gives the Python `tokenizers` package's ids, exactly.
+"""The fast engine of hrm_assets._core gives the Python `tokenizers` package's ids, exactly.
 
 Three tokenizers trained in data_io's configuration on real text (vocab 300, 2,048 and 32,768
 requested: the real corpus supports about 29,700) so that merges matter, checked on real text
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.framing import Framing
 from hrm_assets.tokenizer_train import SPECIAL_TOKENS, SPLIT_PATTERN, train_tokenizer
 
@@ -86,9 +86,9 @@ def python_ids(tokenizer: Tokenizer | Path, texts: list[str]) -> list[list[int]]
     return [encoding.ids for encoding in encodings]
 
 
-def rust_encoder(path: Path, engine: str = "auto") -> _tokenizer.Encoder:
+def rust_encoder(path: Path, engine: str = "auto") -> _core.Encoder:
     framing = Framing()
-    return _tokenizer.Encoder(
+    return _core.Encoder(
         str(path), framing.boq, framing.eoq, framing.eoa, framing.conditions, engine=engine
     )
 
@@ -96,7 +96,7 @@ def rust_encoder(path: Path, engine: str = "auto") -> _tokenizer.Encoder:
 @pytest.fixture(scope="module")
 def encoders(
     tokenizer_paths,
-) -> dict[int, tuple[Tokenizer, _tokenizer.Encoder, _tokenizer.Encoder]]:
+) -> dict[int, tuple[Tokenizer, _core.Encoder, _core.Encoder]]:
     """Per vocabulary size: (the Python package's tokenizer, fast engine, reference engine)."""
     return {
         size: (python_tokenizer(path), rust_encoder(path, "fast"), rust_encoder(path, "reference"))
@@ -327,7 +327,7 @@ def test_folders_are_byte_identical_across_engines(tokenizer_paths, real_texts, 
         rust_encoder(path, engine).tokenize_file(
             str(source), str(tmp_path / engine), "{}", num_threads=2, batch_rows=64
         )
-    for name in _tokenizer.ARRAY_FILES:
+    for name in _core.ARRAY_FILES:
         fast = (tmp_path / "fast" / name).read_bytes()
         assert fast == (tmp_path / "reference" / name).read_bytes(), name
     assert len((tmp_path / "fast" / "tokens.npy").read_bytes()) > 128 + 4 * len(rows) * 3

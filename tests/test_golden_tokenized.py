@@ -19,7 +19,7 @@ import pytest
 from conftest import REPO_ROOT
 from test_sampling import tree_bytes
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 from hrm_assets.layout import scan_cleaned_tree
@@ -229,7 +229,7 @@ def test_every_reader_takes_data_io_headers_as_it_takes_numpys(tmp_path, monkeyp
             assert report.passed, (form, folder.name, report.problems)
         counts = [len(np.load(folder / "tokens.npy")) for folder in folders]
         # The Rust span reader takes both forms itself (None would mean "read them in Python").
-        tables[form] = _tokenizer.read_span_columns(folders, list(SPAN_FIELDS), counts)
+        tables[form] = _core.read_span_columns(folders, list(SPAN_FIELDS), counts)
         assert tables[form] is not None, form
     assert tables["data_io"] == tables["numpy"]
 

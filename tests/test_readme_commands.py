@@ -77,7 +77,7 @@ def _copy_checkout(target: Path) -> None:
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
-    for extension in (REPO_ROOT / "hrm_assets").glob("_tokenizer*.so"):
+    for extension in (REPO_ROOT / "hrm_assets").glob("_core*.so"):
         shutil.copy2(extension, target / "hrm_assets" / extension.name)
 
 

@@ -17,7 +17,7 @@ from conftest import REPO_ROOT, TRICKY_TEXTS
 from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import _tokenizer, sampled_arrays, verify
+from hrm_assets import _core, sampled_arrays, verify
 from hrm_assets.layout import scan_cleaned_files
 from hrm_assets.manifest import (
     MANIFEST_FILE,
@@ -63,7 +63,7 @@ def test_tokenized_manifest_is_written_by_rust_in_the_shared_format(
     out = tmp_path / "out"
     report = tokenize_tree([cleaned], out, small_tokenizer_path, progress=False)
     assert not report.failures
-    assert _tokenizer.MANIFEST_FORMAT == MANIFEST_FORMAT == "hrm-data-manifest/1"
+    assert _core.MANIFEST_FORMAT == MANIFEST_FORMAT == "hrm-data-manifest/1"
     for item in scan_cleaned_files(cleaned):
         folder = out / item.safe_name
         written = (folder / MANIFEST_FILE).read_bytes()
@@ -79,7 +79,7 @@ def test_tokenized_manifest_same_across_runs_threads_batches_and_processes(
     cleaned, tmp_path, small_tokenizer_path
 ):
     item = next(f for f in scan_cleaned_files(cleaned) if f.safe_name == "gsm8k_train.jsonl")
-    encoder = _tokenizer.Encoder(
+    encoder = _core.Encoder(
         str(small_tokenizer_path),
         "<|im_start|>",
         "<|im_end|>",

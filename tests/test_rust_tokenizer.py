@@ -1,4 +1,4 @@
-"""The Rust encoder (hrm_assets._tokenizer) against the Python `tokenizers` package.
+"""The Rust encoder (hrm_assets._core) against the Python `tokenizers` package.
 
 The reference below re-implements the framing of CONTRACTS.md section 2 with the Python package,
 so every array the Rust module writes is checked against an independent computation.
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ndarray_npy import ndarray_npy_bytes
 from tokenizers import Tokenizer
 
-from hrm_assets import _tokenizer
+from hrm_assets import _core
 from hrm_assets.framing import DEFAULT_CONDITIONS, Framing, split_condition
 from hrm_assets.rows import RowError
 
@@ -109,9 +109,9 @@ def write_parquet(path: Path, rows: list[dict], string_type: pa.DataType | None 
 
 
 @pytest.fixture(scope="module")
-def encoder(small_tokenizer_path) -> _tokenizer.Encoder:
+def encoder(small_tokenizer_path) -> _core.Encoder:
     framing = Framing()
-    return _tokenizer.Encoder(
+    return _core.Encoder(
         str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
     )
 
@@ -198,9 +198,9 @@ def test_jsonl_folder_matches_reference(
         "text_bytes": texts,
         "nulls": 0,
     }
-    assert (out / _tokenizer.OWNER_MARKER).is_file()
+    assert (out / _core.OWNER_MARKER).is_file()
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [*_tokenizer.ARRAY_FILES, "metadata.json", "manifest.json", _tokenizer.OWNER_MARKER]
+        [*_core.ARRAY_FILES, "metadata.json", "manifest.json", _core.OWNER_MARKER]
     )
     # Nothing but the folder is left next to it.
     assert [p.name for p in out.parent.iterdir()] == ["in.jsonl"]
@@ -236,14 +236,14 @@ def test_parquet_folder_equals_jsonl_folder(encoder, real_raw, tricky_rows, tmp_
     encoder.tokenize_file(str(jsonl), str(tmp_path / "a"), "{}")
     # Small batches: several Parquet record batches and several encode batches.
     encoder.tokenize_file(str(parquet), str(tmp_path / "b"), "{}", batch_rows=7)
-    for name in _tokenizer.ARRAY_FILES:
+    for name in _core.ARRAY_FILES:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
 def test_batching_and_threads_do_not_change_output(encoder, real_raw, tmp_path):
     rows = gsm8k_rows(real_raw, "train", 250)
     source = write_jsonl(tmp_path / "in.jsonl", rows)
-    settings_ = [(None, _tokenizer.DEFAULT_BATCH_ROWS), (1, 1), (2, 16), (3, 1000)]
+    settings_ = [(None, _core.DEFAULT_BATCH_ROWS), (1, 1), (2, 16), (3, 1000)]
     for index, (threads, batch_rows) in enumerate(settings_):
         encoder.tokenize_file(
             str(source),
@@ -252,7 +252,7 @@ def test_batching_and_threads_do_not_change_output(encoder, real_raw, tmp_path):
             num_threads=threads,
             batch_rows=batch_rows,
         )
-    for name in _tokenizer.ARRAY_FILES:
+    for name in _core.ARRAY_FILES:
         first = (tmp_path / "o0" / name).read_bytes()
         assert all((tmp_path / f"o{i}" / name).read_bytes() == first for i in range(1, 4))
 
@@ -264,7 +264,7 @@ def test_custom_framing_tokens(small_tokenizer_path, real_raw, tmp_path):
         eoa="<|fim_suffix|>",
         conditions={"x": "<think>"},
     )
-    custom = _tokenizer.Encoder(
+    custom = _core.Encoder(
         str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
     )
     rows = [
@@ -352,9 +352,9 @@ def test_parquet_missing_column_names_field(encoder, tmp_path):
 
 def test_missing_framing_token_names_it(small_tokenizer_path):
     with pytest.raises(ValueError, match=r'EOQ token "<\|nope\|>" is not in the tokenizer'):
-        _tokenizer.Encoder(str(small_tokenizer_path), "<|im_start|>", "<|nope|>", "<|box_end|>", {})
+        _core.Encoder(str(small_tokenizer_path), "<|im_start|>", "<|nope|>", "<|box_end|>", {})
     with pytest.raises(ValueError, match=r"condition 'cot' token \"<\|nada\|>\""):
-        _tokenizer.Encoder(
+        _core.Encoder(
             str(small_tokenizer_path),
             "<|im_start|>",
             "<|im_end|>",
@@ -367,11 +367,11 @@ def test_io_errors_are_oserrors(encoder, tmp_path):
     with pytest.raises(FileNotFoundError, match="absent.jsonl"):
         encoder.tokenize_file(str(tmp_path / "absent.jsonl"), str(tmp_path / "out"), "{}")
     with pytest.raises(FileNotFoundError, match="nope.json"):
-        _tokenizer.Encoder(str(tmp_path / "nope.json"), "a", "b", "c", {})
+        _core.Encoder(str(tmp_path / "nope.json"), "a", "b", "c", {})
     with pytest.raises(ValueError, match="cannot load the tokenizer"):
         bad = tmp_path / "bad.json"
         bad.write_text("{}")
-        _tokenizer.Encoder(str(bad), "a", "b", "c", {})
+        _core.Encoder(str(bad), "a", "b", "c", {})
     with pytest.raises(ValueError, match="metadata_json must be a JSON object"):
         encoder.tokenize_file(str(tmp_path / "x.jsonl"), str(tmp_path / "out"), "[1]")
 
@@ -381,7 +381,7 @@ def test_gil_is_released_while_encoding(small_tokenizer_path, real_raw):
     # texts in milliseconds, about as long as making the Python lists of ids (which needs the
     # GIL), so gaps would be measured against a baseline the size of that conversion.
     framing = Framing()
-    encoder = _tokenizer.Encoder(
+    encoder = _core.Encoder(
         str(small_tokenizer_path),
         framing.boq,
         framing.eoq,

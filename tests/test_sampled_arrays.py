@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from hrm_assets import _tokenizer, sampled_arrays
+from hrm_assets import _core, sampled_arrays
 from hrm_assets.sampled_arrays import (
     TokenCopyError,
     TokenSource,
@@ -102,7 +102,7 @@ def test_progress_reports_add_up_to_every_element(tmp_path):
     arrays = [np.arange(n, dtype="<u4") for n in (1000, 0, 37, 5000)]
     sources = write_sources(tmp_path, arrays)
     reported: list[int] = []
-    max_id, _, size = _tokenizer.concatenate_token_arrays(
+    max_id, _, size = _core.concatenate_token_arrays(
         str(tmp_path / "t.npy"),
         npy_header(np.dtype(np.uint16), 6037),
         [(str(s.path), s.dtype.str, s.count, s.data_offset) for s in sources],
@@ -122,7 +122,7 @@ def test_an_exception_in_the_progress_callback_propagates(tmp_path):
         raise RuntimeError(f"no more after {elements}")
 
     with pytest.raises(RuntimeError, match="no more after"):
-        _tokenizer.concatenate_token_arrays(
+        _core.concatenate_token_arrays(
             str(tmp_path / "t.npy"),
             npy_header(np.dtype(np.uint16), 3000),
             [(str(s.path), s.dtype.str, s.count, s.data_offset) for s in sources],

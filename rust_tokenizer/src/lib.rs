@@ -1,7 +1,7 @@
 //! hrm-data's tokenization core: cleaned JSONL/Parquet rows to data_io's tokenized folders.
 //!
 //! Plain Rust modules (tested with `cargo test`) do the work; `python` is the thin PyO3 layer
-//! that maturin builds into `hrm_assets._tokenizer`.
+//! that maturin builds into `hrm_assets._core`.
 
 pub mod concat;
 pub mod durable;

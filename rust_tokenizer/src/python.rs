@@ -122,7 +122,7 @@ impl<'a> ThrottledProgress<'a> {
 const CONVERSION_CHUNK: usize = 256;
 
 /// A tokenizer (`tokenizer.json`) with data_io's framing tokens, ready to encode files.
-#[pyclass(module = "hrm_assets._tokenizer", frozen)]
+#[pyclass(module = "hrm_assets._core", frozen)]
 struct Encoder {
     inner: Arc<CoreEncoder>,
 }
@@ -535,7 +535,7 @@ fn read_span_columns<'py>(
 }
 
 #[pymodule]
-fn _tokenizer(module: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Encoder>()?;
     module.add_function(wrap_pyfunction!(concatenate_token_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(philox_permutation, module)?)?;
