@@ -352,7 +352,7 @@ def routing_problems(cleaned_root: Path, planned: list[PlannedFile]) -> list[str
     """Files that would not become partitions of their own ``tokenized/<source>``: the
     cleaned tree scanned as the sensor scans it, each source's files as
     ``hrm_assets.partitioning.files_of_source`` finds them. Empty when every file routes."""
-    from hrm_assets.layout import scan_cleaned_files
+    from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.partitioning import files_of_source
     from hrm_assets.sources import SOURCES
 
@@ -376,7 +376,7 @@ def baseline_view(cleaned_root: Path, view: Path) -> list[str]:
     """A flat folder of links named by the files' safe names, so that the baseline (which
     names each output folder after its input's file name) writes the CLI's folder names.
     Returns the safe names."""
-    from hrm_assets.layout import scan_cleaned_files
+    from hrm_assets.common.layout import scan_cleaned_files
 
     view.mkdir(parents=True, exist_ok=True)
     names = []

@@ -182,13 +182,13 @@ def rebuild_child(partitions: int, sample: int) -> dict:
     _quiet_dagster()
     import dagster as dg
 
+    from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.definitions import defs
     from hrm_assets.defs.common.keys import tokenized_key
     from hrm_assets.defs.common.resources import DataPaths
     from hrm_assets.defs.tokenized.assets import TokenizeConfig
     from hrm_assets.defs.tokenized.checks import tokenized_check_results
     from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-    from hrm_assets.layout import scan_cleaned_files
     from hrm_assets.tokenize import TokenizerSetup, tokenize_file
 
     data_paths = DataPaths.from_environment()
@@ -328,10 +328,10 @@ def sensor_child(files: int) -> dict:
     import dagster as dg
     from dagster._core.definitions.asset_daemon_cursor import AssetDaemonCursor
 
+    from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.definitions import build_definitions
     from hrm_assets.defs.common.resources import DataPaths
     from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
-    from hrm_assets.layout import scan_cleaned_files
 
     data_paths = DataPaths.from_environment()
     instance = dg.DagsterInstance.get()

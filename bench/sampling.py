@@ -47,7 +47,7 @@ import pydantic
 import yaml
 
 from bench.measure import measured, run_child
-from hrm_assets.npy_files import npy_layout
+from hrm_assets.common.npy_files import npy_layout
 from hrm_assets.prefix_config import load_prefix_rules, rule_for
 from hrm_assets.sampling import (
     filter_rows,

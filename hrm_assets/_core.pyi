@@ -12,7 +12,7 @@ METADATA_FILE: str
 MANIFEST_FILE: str
 """``manifest.json``: size and SHA-256 of every array of a tokenized folder."""
 MANIFEST_FORMAT: str
-"""The manifest's ``format`` field (``hrm-data-manifest/1``; see ``hrm_assets.manifest``)."""
+"""The manifest's ``format`` field (``hrm-data-manifest/1``; see ``hrm_assets.common.manifest``)."""
 ARRAY_FILES: list[str]
 DEFAULT_BATCH_ROWS: int
 

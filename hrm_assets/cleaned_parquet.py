@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.atomic import TMP_PREFIX, atomic_file, create_temporary_file
+from hrm_assets.common.atomic import TMP_PREFIX, atomic_file, create_temporary_file
 from hrm_assets.rows import FIELDS, Row
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ JSONL lines as orjson writes them, keys in the order of the source's data_io scr
 report and, over all Parquet outputs together, about ``DEFAULT_BUFFER_BYTES`` (of
 ``cleaned_parquet``) of rows waiting for their row group (the largest buffers spill to disk
 beyond that), whatever the size of the source. Every output is written to a temporary sibling
-and renamed into place when the whole source succeeded (``hrm_assets.atomic``), so a failure
+and renamed into place when the whole source succeeded (``hrm_assets.common.atomic``), so a failure
 keeps the previous files.
 
 Nothing is dropped silently: a record the source rules reject (``SkipRecord``), a row they
@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hrm_assets import settings
-from hrm_assets.atomic import atomic_file, exclusive_lock
 from hrm_assets.cleaned_parquet import BufferBudget, ParquetRowWriter
 from hrm_assets.cleaning_leftovers import cleaning_leftovers, cleaning_lock_path
+from hrm_assets.common import settings
+from hrm_assets.common.atomic import atomic_file, exclusive_lock
+from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.framing import split_condition
-from hrm_assets.hashing import file_sha256, value_sha256
 from hrm_assets.raw_damage import first_unreadable
 from hrm_assets.rows import FIELDS, Row, RowError, unknown_tags, validate_row
 from hrm_assets.sources import SOURCES, SkippedRow, SkipRecord, SourceSpec, get_source

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hrm_assets.atomic import TMP_PREFIX, is_own_temporary
+from hrm_assets.common.atomic import TMP_PREFIX, is_own_temporary
 from hrm_assets.sources.spec import SourceSpec
 
 

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 
 ENV_FILE = ".env"
 DAGSTER_HOME_ENV = "DAGSTER_HOME"

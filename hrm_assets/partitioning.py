@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hrm_assets.layout import (
+from hrm_assets.common.layout import (
     CleanedFile,
     LayoutError,
     is_cleaned_file,

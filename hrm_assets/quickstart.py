@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 from hrm_assets.local_env import ENV_FILE, project_defaults
 
 DEFAULT_DEMO_RAW = "demo_raw"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hrm_assets.hashing import tree_sha256
+from hrm_assets.common.hashing import tree_sha256
 from hrm_assets.sources import SourceSpec
 
 

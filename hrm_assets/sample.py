@@ -3,7 +3,7 @@
 Keys are those of data_io's ``sample_tokenized.py``, plus ``drop_short_after_truncate`` and
 ``tokenizer_path``. The other settings and their defaults (data_io's) are in
 ``hrm_assets.sampling_defaults``; the paths default to this project's layout
-(``hrm_assets.settings``), not data_io's folders:
+(``hrm_assets.common.settings``), not data_io's folders:
 
     tokenized_path      $HRM_DATA_ROOT/tokenized        (data_io: data_tokenized_bpe_65k)
     output_path         $HRM_DATA_ROOT/sampled/local    (data_io: /dev/shm/sampled)
@@ -22,8 +22,8 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets import settings
 from hrm_assets.analytics import render_report
+from hrm_assets.common import settings
 from hrm_assets.sampling import SamplingConfig, SamplingError, make_config, sample_tokenized
 from hrm_assets.sampling_defaults import SETTINGS, SamplingSetting, shown_default
 
@@ -89,7 +89,7 @@ class UsageError(ValueError):
 
 
 def default_values() -> dict[str, object]:
-    """The CLI's defaults: project paths from ``hrm_assets.settings``, the other settings'
+    """The CLI's defaults: project paths from ``hrm_assets.common.settings``, the other settings'
     from ``hrm_assets.sampling_defaults`` (through ``SamplingConfig``)."""
     values: dict[str, object] = {
         "tokenized_path": settings.tokenized_root(),

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from hrm_assets import _core
-from hrm_assets.progress import progress_bar
+from hrm_assets.common.progress import progress_bar
 
 # Elements per block when concatenating tokens: big enough that the per-block cost (a file open,
 # a channel message) is noise, small enough that the blocks in flight take a few MiB.

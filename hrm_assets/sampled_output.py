@@ -1,8 +1,8 @@
 """Where the sampler writes, and which existing folder it may replace there.
 
 The sampler replaces ``output_path`` as a whole (hrm_assets.sampling), so it may only replace
-what it can prove it wrote: a folder whose ``manifest.json`` (hrm_assets.manifest) lists every
-file in it, at any depth, besides the manifest itself, ``metadata.json`` (which manifests
+what it can prove it wrote: a folder whose ``manifest.json`` (hrm_assets.common.manifest) lists
+every file in it, at any depth, besides the manifest itself, ``metadata.json`` (which manifests
 of older runs did not list) and the data card (``DATACARD.md``, ``datacard.json``:
 ``hrm_assets.datacard``), or an empty folder, which holds nothing to lose. Anything else
 (a user's ``epoch_7/notes.txt``, a symlink, a folder data_io or a person wrote) is named in an
@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hrm_assets.datacard import CARD_FILES
-from hrm_assets.manifest import (
+from hrm_assets.common.manifest import (
     MANIFEST_FILE,
     SAMPLED_METADATA_FILE,
     ManifestError,
     read_manifest,
 )
+from hrm_assets.datacard import CARD_FILES
 
 
 def output_target(output_path: Path) -> Path:

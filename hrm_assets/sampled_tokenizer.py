@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hrm_assets import _core
-from hrm_assets.hashing import file_sha256
+from hrm_assets.common.hashing import file_sha256
 from hrm_assets.tokenize import resolve_tokenizer_json
 
 TOKENIZER_DIR = "tokenizer"

@@ -30,7 +30,7 @@ bytes of a valid sample:
   ``output_path`` is written through, the link kept.
 - The output also holds ``manifest.json`` (size and SHA-256 of every file HRM-Text reads: the
   arrays, ``metadata.json`` and the tokenizer files, written before the rename;
-  ``hrm_assets.manifest``), which HRM-Text does not read, and a
+  ``hrm_assets.common.manifest``), which HRM-Text does not read, and a
   ``tokenizer/`` folder that ``transformers.AutoTokenizer.from_pretrained`` loads, for HRM-Text's
   inference and export (``hrm_assets.sampled_tokenizer``; left out, with a warning, when the
   tokenizer ``tokenizer_info.json`` names is not found or is not the one tokenization used).
@@ -59,17 +59,24 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from hrm_assets import _core
 from hrm_assets import sampling_defaults as defaults
-from hrm_assets.atomic import (
+from hrm_assets.common.atomic import (
     TMP_PREFIX,
     atomic_directory,
     exclusive_lock,
     lock_path_for,
     remove_leftovers,
 )
+from hrm_assets.common.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
+from hrm_assets.common.npy_files import (
+    NpyFileError,
+    NpyLayout,
+    load_integers_quickly,
+    npy_layout_quickly,
+)
+from hrm_assets.common.progress import progress_bar
 from hrm_assets.datacard import DataCardError, write_sampled_data_card
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.epoch_draw import draw_epochs
-from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.mixture.allocation import (
     MixtureAllocationError,
     MixturePlan,
@@ -86,12 +93,6 @@ from hrm_assets.mixture.config import (
 from hrm_assets.mixture.draw import draw_mixture_epochs
 from hrm_assets.mixture.groups import task_groups
 from hrm_assets.mixture.report import MixtureReport, mixture_report
-from hrm_assets.npy_files import (
-    NpyFileError,
-    NpyLayout,
-    load_integers_quickly,
-    npy_layout_quickly,
-)
 from hrm_assets.prefix_config import (
     PrefixConfigError,
     PrefixRule,
@@ -99,7 +100,6 @@ from hrm_assets.prefix_config import (
     load_prefix_rules,
     rule_for,
 )
-from hrm_assets.progress import progress_bar
 from hrm_assets.sampled_arrays import (
     ManifestEntry,
     TokenCopyError,

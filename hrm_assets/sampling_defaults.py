@@ -6,8 +6,8 @@ in ``docs/SAMPLING.md`` (checked by a test against :func:`markdown_table`) all r
 
 The numbers are data_io's ``sample_tokenized.py`` defaults (CONTRACTS.md section 3).
 ``drop_short_after_truncate`` is hrm-data's own and off, so the default bytes stay data_io's.
-The paths are not here: they default to the project's layout (``hrm_assets.settings``), and the
-Dagster asset takes them from its ``DataPaths`` resource and training node.
+The paths are not here: they default to the project's layout (``hrm_assets.common.settings``), and
+the Dagster asset takes them from its ``DataPaths`` resource and training node.
 
 Only pydantic is imported: loading the Dagster definitions imports this module.
 """

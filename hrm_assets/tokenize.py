@@ -21,7 +21,7 @@ does, a null in a Parquet string column is read as the empty string; such nulls 
 (``nulls`` in ``metadata.json``) and reported.
 
 One writer per folder: deciding, writing and pruning a folder happen under its lock
-``OUT/.<safe name>.lock`` (``hrm_assets.atomic.exclusive_lock``), so two runs on the same
+``OUT/.<safe name>.lock`` (``hrm_assets.common.atomic.exclusive_lock``), so two runs on the same
 output are serialized (the second one then finds the folder current and skips it). The lock
 holder removes what killed writers of that folder left behind (``.tmp-`` copies); the command
 also sweeps entries of ``OUT`` idle for a day that carry this project's own temporary names
@@ -53,7 +53,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hrm_assets import _core
-from hrm_assets.atomic import (
+from hrm_assets.common.atomic import (
     TMP_PREFIX,
     atomic_write_text,
     exclusive_lock,
@@ -62,6 +62,9 @@ from hrm_assets.atomic import (
     remove_leftovers_of_many,
     remove_stale_temporaries,
 )
+from hrm_assets.common.hashing import file_sha256, value_sha256
+from hrm_assets.common.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
+from hrm_assets.common.manifest import read_manifest, sizes_match
 from hrm_assets.framing import (
     DEFAULT_BOQ,
     DEFAULT_EOA,
@@ -70,9 +73,6 @@ from hrm_assets.framing import (
     parse_conditions,
     tokenizer_info_json,
 )
-from hrm_assets.hashing import file_sha256, value_sha256
-from hrm_assets.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
-from hrm_assets.manifest import read_manifest, sizes_match
 
 CODE_VERSION = f"hrm-tokenize/{_core.FORMAT_VERSION}"
 TOKENIZER_INFO_FILE = "tokenizer_info.json"

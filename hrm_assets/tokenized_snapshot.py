@@ -2,15 +2,15 @@
 
 The sampler reads a task folder's ``tokens.npy`` header, its span arrays and its tokens at
 different times. The tokenizer replaces a folder by renaming a new one into place, holding the
-folder's lock ``.<name>.lock`` (``hrm_assets.atomic.exclusive_lock``) while it decides and
+folder's lock ``.<name>.lock`` (``hrm_assets.common.atomic.exclusive_lock``) while it decides and
 writes. A folder replaced between two reads gave epochs whose spans describe one version and
 whose tokens come from another, and a run that passed ``hrm-verify``.
 
-So the sampler holds a shared lock (``hrm_assets.atomic.shared_lock``) on ``tokenizer_info.json``
-and on every task folder from listing them to its last read: a tokenizer waits to rewrite or
-prune a folder until the sampler is done with it, and the sampler waits for a tokenizer that
-is writing one. Locks are taken in name order, the order in which a tokenizer run takes the
-locks of its batch, so neither can hold one the other needs while waiting for the next. A
+So the sampler holds a shared lock (``hrm_assets.common.atomic.shared_lock``) on
+``tokenizer_info.json`` and on every task folder from listing them to its last read: a tokenizer
+waits to rewrite or prune a folder until the sampler is done with it, and the sampler waits for a
+tokenizer that is writing one. Locks are taken in name order, the order in which a tokenizer run
+takes the locks of its batch, so neither can hold one the other needs while waiting for the next. A
 folder listed but replaced or pruned before its lock was taken shows in a second listing
 under the locks, and the listing starts over.
 
@@ -28,8 +28,8 @@ import resource
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hrm_assets.atomic import lock_path_for, shared_lock
-from hrm_assets.manifest import MANIFEST_FILE
+from hrm_assets.common.atomic import lock_path_for, shared_lock
+from hrm_assets.common.manifest import MANIFEST_FILE
 
 TOKENIZER_INFO_FILE = "tokenizer_info.json"
 # Open files besides the locks: the readers' own files, the output, the interpreter's.

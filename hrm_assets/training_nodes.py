@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 
 TRAINING_NODES_ENV = "HRM_TRAINING_NODES"
 _NAME = re.compile(r"^[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*$")

@@ -65,7 +65,7 @@ _READ_WHOLE_BELOW = 64 << 20
 def _load(folder: Path, name: str) -> np.ndarray:
     import numpy as np
 
-    from hrm_assets.npy_files import load_integers_quickly
+    from hrm_assets.common.npy_files import load_integers_quickly
 
     path = folder / f"{name}.npy"
     if path.stat().st_size < _READ_WHOLE_BELOW:

@@ -24,9 +24,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets.atomic import TMP_PREFIX
-from hrm_assets.layout import is_cleaned_name
-from hrm_assets.manifest import MANIFEST_FILE, VerifyReport, verify_folder
+from hrm_assets.common.atomic import TMP_PREFIX
+from hrm_assets.common.layout import is_cleaned_name
+from hrm_assets.common.manifest import MANIFEST_FILE, VerifyReport, verify_folder
 
 PROG = "hrm-verify"
 

@@ -31,7 +31,7 @@ import dagster as dg
 import pytest
 from conftest import REPO_ROOT
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 from hrm_assets.defs.common.executor import (
     BACKEND_ENV,
     BROKER_ENV,

@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import cleaning
-from hrm_assets.atomic import TMP_PREFIX
 from hrm_assets.cleaned_parquet import chunk_starts, piece_bounds
 from hrm_assets.cleaning import (
     NOT_A_ROW,
@@ -35,6 +34,7 @@ from hrm_assets.cleaning import (
     clean_source,
     jsonl_line,
 )
+from hrm_assets.common.atomic import TMP_PREFIX
 from hrm_assets.rows import FIELDS, INSTRUCTION_FIRST, Row, iter_cleaned_rows
 from hrm_assets.sources import RawPart, SkipRecord, SourceSpec, build_registry
 

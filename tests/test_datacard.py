@@ -20,6 +20,9 @@ from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 from hrm_assets import sample as cli
 from hrm_assets import sampling
 from hrm_assets.analytics import epoch_records, summary_figures, task_records
+from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.layout import safe_name
+from hrm_assets.common.manifest import array_files, read_manifest, verify_folder
 from hrm_assets.datacard import (
     CARD_FILES,
     DATACARD_JSON,
@@ -33,9 +36,6 @@ from hrm_assets.datacard import (
     write_data_card,
 )
 from hrm_assets.datacard.task_sources import sources_of_tasks
-from hrm_assets.hashing import file_sha256
-from hrm_assets.layout import safe_name
-from hrm_assets.manifest import array_files, read_manifest, verify_folder
 from hrm_assets.partitioning import relative_paths_for
 from hrm_assets.prefix_config import load_prefix_rules
 from hrm_assets.sampled_output import unproven_paths

@@ -17,8 +17,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets import settings
 from hrm_assets.cleaning import clean_source, source_code_version
+from hrm_assets.common import settings
 from hrm_assets.raw_versions import observe_raw
 from hrm_assets.rows import iter_cleaned_rows
 from hrm_assets.sources import SOURCES, build_registry, get_source

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import REPO_ROOT
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 from hrm_assets.defs.common.executor import (
     BACKEND_ENV,
     BROKER_ENV,
@@ -183,7 +183,7 @@ def test_image_copies_existing_files_and_sets_project_settings(image_files, imag
         assert source.is_file(), f"{source} (copied to {target}) is missing"
     home = PurePosixPath(image_env["DAGSTER_HOME"])
     assert image_files[str(home / "dagster.yaml")] == DOCKER / "dagster.yaml"
-    # hrm_assets.settings reads prefix_config.yaml from the folder above the package, which
+    # hrm_assets.common.settings reads prefix_config.yaml from the folder above the package, which
     # the image installs into its PYTHONPATH folder.
     app = PurePosixPath(image_env["PYTHONPATH"])
     assert image_files[str(app / "prefix_config.yaml")] == REPO_ROOT / "prefix_config.yaml"

@@ -11,6 +11,7 @@ import numpy as np
 from test_export_megatron import sampled_rows
 from test_sampled_asset import data_paths  # noqa: F401 (fixture)
 
+from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.common.keys import export_key
 from hrm_assets.defs.export.assets import (
     build_megatron_export_asset,
@@ -19,7 +20,6 @@ from hrm_assets.defs.export.assets import (
 )
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.export.megatron import read_megatron
-from hrm_assets.manifest import verify_folder
 from hrm_assets.training_nodes import TrainingNode
 
 NODE = TrainingNode(name="export-node", queue="node-export")

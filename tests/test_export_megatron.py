@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from test_sampling import random_rows, write_rules, write_tokenized
 
+from hrm_assets.common.manifest import verify_folder
 from hrm_assets.export import megatron as megatron_format
 from hrm_assets.export.cli import main
 from hrm_assets.export.export_runs import export_megatron
@@ -23,7 +24,6 @@ from hrm_assets.export.megatron import (
 )
 from hrm_assets.export.output_folder import ExportError
 from hrm_assets.export.row_source import RowSourceError, sampled_epoch_rows
-from hrm_assets.manifest import verify_folder
 from hrm_assets.sampling import SPAN_FIELDS, make_config, sample_tokenized
 
 EPOCHS = 2
@@ -304,7 +304,7 @@ def test_megatron_core_reads_every_sequence(sampled, tmp_path):
 
 
 def test_a_second_writer_of_the_same_output_is_refused(sampled, tmp_path):
-    from hrm_assets.atomic import exclusive_lock, lock_path_for
+    from hrm_assets.common.atomic import exclusive_lock, lock_path_for
 
     with (
         exclusive_lock(lock_path_for(tmp_path / "out")),

@@ -12,12 +12,12 @@ import pytest
 from test_export_megatron import CONTEXT_SIZE, corpus_rows, make_sampled, sampled_rows
 from test_sampling import write_tokenized
 
+from hrm_assets.common.manifest import verify_folder
 from hrm_assets.export.cli import main
 from hrm_assets.export.export_runs import export_packed, fill_buckets
 from hrm_assets.export.packed_writer import ARRAY_DTYPES, chunk_layout, row_arrays, write_packed
 from hrm_assets.export.packing import pack_rows
 from hrm_assets.export.row_source import sampled_epoch_rows
-from hrm_assets.manifest import verify_folder
 
 ARRAYS = ("tokens", "loss_mask", "position_ids", "segment_ids")
 IGNORE_LABEL_ID = -100  # HRM-Text's models.common.IGNORE_LABEL_ID

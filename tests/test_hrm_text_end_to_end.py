@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from test_sampling import write_rules, write_tokenized
 
 from hrm_assets import sample
-from hrm_assets.manifest import read_manifest, verify_folder
+from hrm_assets.common.manifest import read_manifest, verify_folder
 from hrm_assets.sampled_tokenizer import SPECIAL_TOKENS_MAP, TOKENIZER_CONFIG, TOKENIZER_DIR
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
 from hrm_assets.tokenize import TokenizerSetup, tokenize_tree

@@ -51,7 +51,7 @@ def test_runs_are_recorded_and_seen_by_another_instance(home):
 
 
 def test_the_project_instance_uses_it(monkeypatch, tmp_path):
-    from hrm_assets.settings import PROJECT_ROOT
+    from hrm_assets.common.settings import PROJECT_ROOT
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     (tmp_path / "dagster.yaml").write_text(

@@ -540,7 +540,7 @@ def test_group_by_source_weights_registered_sources(tmp_path):
 
 def test_hrm_sample_prints_the_mixture_and_verifies(tmp_path, tokenized, capsys):
     from hrm_assets import sample
-    from hrm_assets.manifest import verify_folder
+    from hrm_assets.common.manifest import verify_folder
 
     mixture = {
         "tokens_per_epoch": 300,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from ndarray_npy import ndarray_npy_bytes
 
-from hrm_assets.npy_files import (
+from hrm_assets.common.npy_files import (
     NpyFileError,
     load_integers,
     load_integers_quickly,

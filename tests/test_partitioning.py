@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hrm_assets.layout import LayoutError, safe_name, scan_cleaned_files
+from hrm_assets.common.layout import LayoutError, safe_name, scan_cleaned_files
 from hrm_assets.partitioning import (
     files_by_source,
     files_of_source,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from hrm_assets.atomic import exclusive_lock
 from hrm_assets.cleaning import clean_source
 from hrm_assets.cleaning_leftovers import cleaning_lock_path
+from hrm_assets.common.atomic import exclusive_lock
 from hrm_assets.sources import get_source
 
 OMNIMATH = get_source("omnimath")
@@ -90,7 +90,7 @@ def kill_9_while_writing(path: Path) -> None:
     code = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from hrm_assets.atomic import atomic_file\n"
+        "from hrm_assets.common.atomic import atomic_file\n"
         "with atomic_file(Path(sys.argv[1])) as handle:\n"
         "    handle.write(b'half a file')\n"
         "    handle.flush()\n"
@@ -134,7 +134,7 @@ def test_a_live_runs_temporaries_are_not_taken_for_leftovers(tmp_path):
             "-c",
             "import sys\n"
             "from pathlib import Path\n"
-            "from hrm_assets.atomic import exclusive_lock\n"
+            "from hrm_assets.common.atomic import exclusive_lock\n"
             "with exclusive_lock(Path(sys.argv[1])):\n"
             "    Path(sys.argv[2]).write_text('being written')\n"
             "    print('holding', flush=True)\n"

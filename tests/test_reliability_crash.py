@@ -24,7 +24,7 @@ from conftest import REPO_ROOT
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import tree_bytes, write_rules
 
-from hrm_assets.manifest import verify_folder
+from hrm_assets.common.manifest import verify_folder
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from hrm_assets import sample
 from hrm_assets.analytics import render_report, summary_figures, task_records
-from hrm_assets.manifest import verify_folder
+from hrm_assets.common.manifest import verify_folder
 from hrm_assets.sampling import make_config, sample_tokenized
 from hrm_assets.tokenize import main as tokenize_main
 

@@ -18,8 +18,8 @@ from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
 from hrm_assets import _core, sampled_arrays, verify
-from hrm_assets.layout import scan_cleaned_files
-from hrm_assets.manifest import (
+from hrm_assets.common.layout import scan_cleaned_files
+from hrm_assets.common.manifest import (
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     build_manifest,

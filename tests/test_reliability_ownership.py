@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO_ROOT
 from test_rust_tokenizer import write_jsonl
 
-from hrm_assets.atomic import (
+from hrm_assets.common.atomic import (
     STALE_AFTER_SECONDS,
     atomic_directory,
     atomic_write_text,
@@ -22,7 +22,7 @@ from hrm_assets.atomic import (
     leftovers_of,
     remove_stale_temporaries,
 )
-from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.tokenize import (
     ForeignOutputError,
     TokenizeFailure,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hrm_assets.layout import CleanedFile
+from hrm_assets.common.layout import CleanedFile
 from hrm_assets.rows import Row, RowError, iter_cleaned_rows
 from hrm_assets.tokenize import tokenize_file
 

@@ -18,7 +18,7 @@ from test_rust_tokenizer import gsm8k_rows, reference_arrays, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
 from test_tokenize_cli import rows_of
 
-from hrm_assets.atomic import (
+from hrm_assets.common.atomic import (
     STALE_AFTER_SECONDS,
     exclusive_lock,
     leftovers_of,
@@ -27,8 +27,8 @@ from hrm_assets.atomic import (
     remove_leftovers_of_many,
     remove_stale_temporaries,
 )
-from hrm_assets.layout import scan_cleaned_files
-from hrm_assets.manifest import MANIFEST_FILE, verify_folder
+from hrm_assets.common.layout import scan_cleaned_files
+from hrm_assets.common.manifest import MANIFEST_FILE, verify_folder
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
 from hrm_assets.tokenize import (
     OWNER_MARKER,
@@ -120,7 +120,7 @@ def _wait_for(predicate, timeout: float = 60.0) -> bool:
 TOKENIZE_ONE = """
 import json, sys
 from pathlib import Path
-from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.tokenize import tokenize_file
 cleaned, out, tokenizer, name = sys.argv[1:]
 item = next(f for f in scan_cleaned_files(Path(cleaned)) if f.safe_name == name)

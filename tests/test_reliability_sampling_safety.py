@@ -24,9 +24,9 @@ from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
 from hrm_assets import sample, sampling, verify
-from hrm_assets.atomic import exclusive_lock, lock_path_for, shared_lock
+from hrm_assets.common.atomic import exclusive_lock, lock_path_for, shared_lock
+from hrm_assets.common.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
-from hrm_assets.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
 from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
 from hrm_assets.tokenized_snapshot import (

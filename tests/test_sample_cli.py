@@ -21,7 +21,8 @@ from test_sampling import (
     write_tokenized,
 )
 
-from hrm_assets import sample, sampling, settings
+from hrm_assets import sample, sampling
+from hrm_assets.common import settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -143,7 +143,7 @@ def test_setting_stop_raises_copy_stopped(tmp_path):
 def test_a_quiet_progress_bar_is_no_tqdm_and_passes_items_through():
     from tqdm import tqdm
 
-    from hrm_assets.progress import progress_bar
+    from hrm_assets.common.progress import progress_bar
 
     with progress_bar(False, [1, 2, 3], desc="quiet") as bar:
         assert list(bar) == [1, 2, 3]

@@ -15,11 +15,11 @@ import transformers
 from test_hrm_text_end_to_end import cleaned_rows
 from test_sampling import write_rules
 
-from hrm_assets.atomic import exclusive_lock, lock_path_for
+from hrm_assets.common.atomic import exclusive_lock, lock_path_for
+from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import SHORT_RESPONSES
-from hrm_assets.manifest import verify_folder
 from hrm_assets.tokenize import tokenize_tree
 from hrm_assets.training_nodes import TrainingNode
 

@@ -18,7 +18,7 @@ import pytest
 
 from hrm_assets import demo
 from hrm_assets.cleaning import clean_source
-from hrm_assets.layout import safe_name
+from hrm_assets.common.layout import safe_name
 from hrm_assets.prefix_config import load_prefix_rules, rule_for
 from hrm_assets.rows import iter_cleaned_rows
 from hrm_assets.sources import get_source

@@ -21,9 +21,9 @@ from test_rust_tokenizer import (
     write_parquet,
 )
 
+from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.layout import scan_cleaned_files, scan_cleaned_tree
 from hrm_assets.framing import Framing
-from hrm_assets.hashing import file_sha256
-from hrm_assets.layout import scan_cleaned_files, scan_cleaned_tree
 from hrm_assets.tokenize import (
     CODE_VERSION,
     OWNER_MARKER,

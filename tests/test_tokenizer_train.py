@@ -7,7 +7,7 @@ import json
 import pytest
 from tokenizers import Tokenizer
 
-from hrm_assets.layout import scan_cleaned_files
+from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.prefix_config import PrefixRule
 from hrm_assets.tokenizer_train import (
     SPECIAL_TOKENS,

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO_ROOT
 from dagster._core.test_utils import create_run_for_test
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 from hrm_assets.defs.common import executor
 from hrm_assets.defs.common.executor import (
     BACKEND_ENV,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hrm_assets.atomic import atomic_write_text
+from hrm_assets.common.atomic import atomic_write_text
 
 
 def read_record(path: Path) -> dict[str, Any] | None:

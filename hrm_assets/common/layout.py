@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from hrm_assets.atomic import TMP_PREFIX
+from hrm_assets.common.atomic import TMP_PREFIX
 
 CLEANED_SUFFIXES = (".jsonl", ".parquet")
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hrm_assets import _core
-from hrm_assets.hashing import file_sha256
-from hrm_assets.layout import is_hidden
+from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.layout import is_hidden
 
 MANIFEST_FILE: str = _core.MANIFEST_FILE
 MANIFEST_FORMAT: str = _core.MANIFEST_FORMAT

@@ -9,7 +9,7 @@ DATA_ROOT_ENV = "HRM_DATA_ROOT"
 RAW_ROOT_ENV = "HRM_RAW_ROOT"
 SOURCES_YAML_ENV = "HRM_SOURCES_YAML"
 SOURCES_YAML_NAME = "sources.yaml"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def data_root() -> Path:

@@ -11,7 +11,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from hrm_assets import __version__
-from hrm_assets.hashing import file_sha256
+from hrm_assets.common.hashing import file_sha256
 
 
 def sampling_code_version() -> str:

@@ -1,7 +1,7 @@
 """Which registered source wrote each task (tokenized folder) of a sampled output.
 
 A task is named after a cleaned file (its relative path with ``/`` as ``__``,
-``hrm_assets.layout.safe_name``); it belongs to the source that writes such a file
+``hrm_assets.common.layout.safe_name``); it belongs to the source that writes such a file
 (``SourceSpec.writes``): one of its fixed outputs, or a file of its format under its routed
 folder; the first such source in registry order if several could have. Tasks of files no
 source writes (a hand-made cleaned file) have no source.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from hrm_assets.layout import safe_name
+from hrm_assets.common.layout import safe_name
 from hrm_assets.sources import SourceSpec
 
 

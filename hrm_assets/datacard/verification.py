@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.manifest import MANIFEST_FILE, ManifestError, read_manifest
 from hrm_assets.datacard.markdown import render_markdown
 from hrm_assets.datacard.writer import DATACARD_JSON, DATACARD_MARKDOWN
-from hrm_assets.hashing import file_sha256
-from hrm_assets.manifest import MANIFEST_FILE, ManifestError, read_manifest
 
 
 def data_card_problems(folder: Path) -> list[str]:
     """Problems of ``folder``'s data card, each naming the file; empty when it has none or it
-    matches the folder's manifest (whose own check is :func:`hrm_assets.manifest.verify_folder`)."""
+    matches the folder's manifest (whose own check is
+    :func:`hrm_assets.common.manifest.verify_folder`)."""
     folder = Path(folder)
     card_path, markdown_path = folder / DATACARD_JSON, folder / DATACARD_MARKDOWN
     if not card_path.exists() and not markdown_path.exists():

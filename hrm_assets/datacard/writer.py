@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hrm_assets.atomic import atomic_write_bytes, atomic_write_text
+from hrm_assets.common.atomic import atomic_write_bytes, atomic_write_text
+from hrm_assets.common.manifest import manifest_bytes
 from hrm_assets.datacard.builder import PrefixConfigRecord, build_data_card
 from hrm_assets.datacard.canonical_json import canonical_json_bytes
 from hrm_assets.datacard.code_version import code_version
 from hrm_assets.datacard.markdown import render_markdown
-from hrm_assets.manifest import manifest_bytes
 from hrm_assets.prefix_config import PrefixConfigError, PrefixRule, load_prefix_rules
 
 if TYPE_CHECKING:

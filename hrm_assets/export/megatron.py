@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hrm_assets.common.progress import progress_bar
 from hrm_assets.export.npy_stream import ManifestEntry, StreamedFile, save_small_npy
 from hrm_assets.export.row_source import RowReader, RowTable
-from hrm_assets.progress import progress_bar
 
 INDEX_MAGIC = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1

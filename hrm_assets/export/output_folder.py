@@ -1,6 +1,6 @@
 """An export's output folder: built beside the old one, with a manifest, renamed into place.
 
-The folder is staged under a ``.tmp-`` name (:func:`hrm_assets.atomic.atomic_directory`), its
+The folder is staged under a ``.tmp-`` name (:func:`hrm_assets.common.atomic.atomic_directory`), its
 files listed with their size and SHA-256 in ``manifest.json`` (the format of the tokenized
 and sampled folders, so ``hrm-verify`` checks an export too), then renamed into place: a crash
 leaves the old export or none, never a half-written one that looks complete. One writer at a
@@ -17,10 +17,15 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from hrm_assets.atomic import atomic_directory, exclusive_lock, lock_path_for, remove_leftovers
-from hrm_assets.atomic import atomic_write_bytes as _atomic_write_bytes
+from hrm_assets.common.atomic import (
+    atomic_directory,
+    exclusive_lock,
+    lock_path_for,
+    remove_leftovers,
+)
+from hrm_assets.common.atomic import atomic_write_bytes as _atomic_write_bytes
+from hrm_assets.common.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.export.npy_stream import ManifestEntry
-from hrm_assets.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.sampled_output import output_target, unproven_paths
 
 

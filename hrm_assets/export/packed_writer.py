@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hrm_assets.common.progress import progress_bar
 from hrm_assets.export.megatron import check_token_ids_fit, megatron_token_dtype
 from hrm_assets.export.npy_stream import (
     ManifestEntry,
@@ -34,7 +35,6 @@ from hrm_assets.export.npy_stream import (
 )
 from hrm_assets.export.packing import PackingPlan
 from hrm_assets.export.row_source import RowReader, RowTable
-from hrm_assets.progress import progress_bar
 
 PAD_ID = 0
 # Tokens per chunk of sequences written at once (times about 10 bytes across the arrays).

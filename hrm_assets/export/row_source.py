@@ -28,8 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from hrm_assets.manifest import MANIFEST_FILE
-from hrm_assets.npy_files import NpyFileError, NpyLayout, load_integers_quickly, npy_layout_quickly
+from hrm_assets.common.manifest import MANIFEST_FILE
+from hrm_assets.common.npy_files import (
+    NpyFileError,
+    NpyLayout,
+    load_integers_quickly,
+    npy_layout_quickly,
+)
 from hrm_assets.sampling import (
     SPAN_FIELDS,
     TOKENS_FILE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from pathlib import Path
 
-from hrm_assets.hashing import value_sha256
+from hrm_assets.common.hashing import value_sha256
 from hrm_assets.prefix_config import read_prefix_config
 
 

@@ -15,7 +15,7 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 
-from hrm_assets.layout import safe_name
+from hrm_assets.common.layout import safe_name
 from hrm_assets.sources.spec import (
     CleanFn,
     DemoFn,

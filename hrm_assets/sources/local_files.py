@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 
-from hrm_assets.atomic import atomic_file
+from hrm_assets.common.atomic import atomic_file
 from hrm_assets.sources.spec import RawPart, Record, SourceSpec
 
 _SAFE_CHARS = frozenset(string.ascii_letters + string.digits + "_-. ")

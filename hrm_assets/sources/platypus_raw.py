@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hrm_assets.atomic import atomic_file
+from hrm_assets.common.atomic import atomic_file
 from hrm_assets.sources.hub import HubLayout, iter_record_batches
 from hrm_assets.sources.hub_splits import SPLIT_SEPARATOR
 from hrm_assets.sources.local_files import LocalLayout, batched

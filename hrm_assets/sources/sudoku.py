@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hrm_assets.atomic import atomic_file
+from hrm_assets.common.atomic import atomic_file
 from hrm_assets.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.sources.local_files import batched
 from hrm_assets.sources.spec import RawPart, Record, SkipRecord, SourceSpec

@@ -2,16 +2,16 @@
 
 import dagster as dg
 
-from hrm_assets.build_record import is_current, read_record, write_record
 from hrm_assets.cleaning import clean_source, source_code_version
+from hrm_assets.common.build_record import is_current, read_record, write_record
+from hrm_assets.common.hashing import tree_sha256, value_sha256
+from hrm_assets.common.layout import CleanedFile
 from hrm_assets.defs.cleaned.checks import rows_valid_result, rows_valid_spec
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.keys import CLEANED_PREFIX, cleaned_key, raw_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import sync_partitions
-from hrm_assets.hashing import tree_sha256, value_sha256
-from hrm_assets.layout import CleanedFile
 from hrm_assets.partitioning import files_of_source
 from hrm_assets.raw_versions import observe_raw
 from hrm_assets.sources import SOURCES, SourceSpec

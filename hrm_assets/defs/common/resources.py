@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 
 
 class DataPaths(dg.ConfigurableResource):

@@ -54,7 +54,7 @@ def _files_table(files: dict) -> dg.MetadataValue:
 
 
 def _data_version(files: dict) -> dg.DataVersion:
-    from hrm_assets.hashing import value_sha256
+    from hrm_assets.common.hashing import value_sha256
 
     return dg.DataVersion(value_sha256(files))
 

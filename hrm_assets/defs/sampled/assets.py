@@ -11,7 +11,8 @@ from pathlib import Path
 import dagster as dg
 
 from hrm_assets import sampling_defaults as defaults
-from hrm_assets.build_record import is_current, read_record, write_record
+from hrm_assets.common.build_record import is_current, read_record, write_record
+from hrm_assets.common.hashing import listing_sha256, value_sha256
 from hrm_assets.datacard import sampling_code_version
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
@@ -21,7 +22,6 @@ from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.checks import short_responses_result, short_responses_spec
 from hrm_assets.defs.sampled.datacard_metadata import data_card_metadata
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
-from hrm_assets.hashing import listing_sha256, value_sha256
 from hrm_assets.mixture.code_version import has_mixture, mixture_code_version
 from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets.layout import CleanedFile
+from hrm_assets.common.layout import CleanedFile
 from hrm_assets.partitioning import files_of_source, partition_changes
 from hrm_assets.sources import SOURCES, SourceSpec
 from hrm_assets.tokenize import remove_owned_output

@@ -14,8 +14,8 @@ the cleaning CLI and the checks take it like a built-in source.
 - :mod:`.layouts`: local files (Hub datasets use the built-in Hub layout);
 - :mod:`.specs`: declaration -> SourceSpec.
 
-Which file is read: :func:`hrm_assets.settings.sources_yaml_path` (``$HRM_SOURCES_YAML``, else
-``./sources.yaml`` when present; none: no declared sources).
+Which file is read: :func:`hrm_assets.common.settings.sources_yaml_path` (``$HRM_SOURCES_YAML``,
+else ``./sources.yaml`` when present; none: no declared sources).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hrm_assets import settings
+from hrm_assets.common import settings
 from hrm_assets.sources.declared.declarations import DeclaredSourceError, load_declarations
 from hrm_assets.sources.declared.mapping import DeclaredMappingError
 from hrm_assets.sources.declared.specs import declared_specs

@@ -1,7 +1,8 @@
 """Reading ``sources.yaml``: its declarations, validated, or an error naming file, source and key.
 
 The file holds one key, ``sources``: a list of declarations (see :mod:`.model` and
-docs/SOURCES.md). Which file is read is decided by :func:`hrm_assets.settings.sources_yaml_path`.
+docs/SOURCES.md). Which file is read is decided by
+:func:`hrm_assets.common.settings.sources_yaml_path`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hrm_assets.atomic import atomic_file
+from hrm_assets.common.atomic import atomic_file
 from hrm_assets.sources.local_files import (
     batched,
     glob_files,

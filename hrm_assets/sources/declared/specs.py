@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from hrm_assets.hashing import file_sha256, value_sha256
+from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.rows import FIELDS
 from hrm_assets.sources.declared.declarations import DeclaredSourceError
 from hrm_assets.sources.declared.layouts import LocalFilesLayout, UnreadableRecord, fixed_folder
