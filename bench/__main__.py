@@ -259,8 +259,8 @@ def cleaning_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     ]
     section = (
         "`bench/cleaning_memory.py`: the GSM8K source on synthetic Hub-schema shards of "
-        f"{shard:,} records, cleaned by `hrm_assets.cleaning.clean_source` (streaming) and by "
-        "data_io's whole-list approach, each run in a fresh process (peak RSS: the child's "
+        f"{shard:,} records, cleaned by `hrm_assets.cleaning.clean.clean_source` (streaming) "
+        "and by data_io's whole-list approach, each run in a fresh process (peak RSS: the child's "
         "VmHWM). One run per method and size.\n\n"
         + result.table()
         + "\n\n"

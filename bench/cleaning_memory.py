@@ -4,7 +4,7 @@
 the GSM8K Hub schema (``openai/gsm8k/main/train-*.parquet`` under a temporary raw root, shards
 of a fixed size as the Hub keeps them), then for each size cleans it in a fresh Python process:
 
-- ``streaming``: ``hrm_assets.cleaning.clean_source`` (batches from reader to writer);
+- ``streaming``: ``hrm_assets.cleaning.clean.clean_source`` (batches from reader to writer);
 - ``data_io``: data_io's approach restated (``pipe/clean_gsm8k_train.py``): ``load_dataset``
   without streaming, every row appended to a Python list, then the list written as JSONL.
 
@@ -128,8 +128,8 @@ def peak_rss_bytes() -> int:
 
 
 def _clean_streaming(raw_root: Path, out_root: Path) -> int:
-    from hrm_assets.cleaning import clean_source
-    from hrm_assets.sources import get_source
+    from hrm_assets.cleaning.clean import clean_source
+    from hrm_assets.cleaning.sources import get_source
 
     report = clean_source(get_source(SOURCE), out_root, raw_root)
     return report.rows_written
@@ -144,7 +144,7 @@ def _clean_like_data_io(raw_root: Path, out_root: Path) -> int:
 
         def dumps(obj) -> bytes:
             return orjson.dumps(obj)
-    except ImportError:  # same bytes for valid strings (see hrm_assets.cleaning.jsonl_line)
+    except ImportError:  # same bytes for valid strings (see hrm_assets.cleaning.clean.jsonl_line)
 
         def dumps(obj) -> bytes:
             return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

@@ -161,7 +161,7 @@ def _counts_by_weight(total: int, weights: dict[str, int]) -> dict[str, int]:
 
 def flan_outputs(count: int, rng: random.Random) -> list[tuple[str, str]]:
     """(relative path, condition) of ``count`` FLAN task files, named by FLAN's route."""
-    from hrm_assets.sources.flan import SUBSETS, route_flan
+    from hrm_assets.cleaning.sources.flan import SUBSETS, route_flan
 
     outputs = []
     index = 0
@@ -183,18 +183,18 @@ def flan_outputs(count: int, rng: random.Random) -> list[tuple[str, str]]:
 def family_outputs(family: Family, count: int, rng: random.Random) -> list[tuple[str, ...]]:
     """(relative path, condition...) of ``count`` files of ``family``, named as its source
     names them (its route function, or its fixed output path)."""
-    from hrm_assets.sources import get_source
+    from hrm_assets.cleaning.sources import get_source
 
     spec = get_source(family.source)
     if family.source == "flan":
         return flan_outputs(count, rng)
     if family.source == "tasksource":
-        from hrm_assets.sources.tasksource import TASKS
+        from hrm_assets.cleaning.sources.tasksource import TASKS
 
         tasks = [TASKS[round(i * (len(TASKS) - 1) / max(1, count - 1))] for i in range(count)]
         paths = [spec.output_of({"task": task}, "default") for task in dict.fromkeys(tasks)]
     elif family.source == "dmmath":
-        from hrm_assets.sources.dmmath import SETS
+        from hrm_assets.cleaning.sources.dmmath import SETS
 
         modules = dmmath_modules()
         parts = [f"{s}/{m}.txt" for s in SETS for m in modules]
@@ -352,9 +352,9 @@ def routing_problems(cleaned_root: Path, planned: list[PlannedFile]) -> list[str
     """Files that would not become partitions of their own ``tokenized/<source>``: the
     cleaned tree scanned as the sensor scans it, each source's files as
     ``hrm_assets.partitioning.files_of_source`` finds them. Empty when every file routes."""
+    from hrm_assets.cleaning.sources import SOURCES
     from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.partitioning import files_of_source
-    from hrm_assets.sources import SOURCES
 
     scanned = scan_cleaned_files(cleaned_root)
     owners: dict[str, list[str]] = {}
@@ -1057,7 +1057,7 @@ def measure_cleaned_noop(work: Path, sources: Sequence[str], log: Log) -> dict:
     """No-op ``dagster asset materialize --select <cleaned>`` on the demo raw corpus: a first
     build (in process, not measured), the no-op in process (baseline), the no-op with the
     default executor (the figure); with each source's ``rebuilt`` flag after it."""
-    from hrm_assets.sources import SOURCES
+    from hrm_assets.cleaning.sources import SOURCES
 
     names = list(sources) or list(SOURCES)
     select = (

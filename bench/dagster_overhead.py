@@ -108,7 +108,7 @@ def write_flan_files(cleaned_root: Path, count: int) -> list[str]:
 
 def write_sensor_files(cleaned_root: Path, count: int) -> None:
     """``count`` cleaned files in data_io's shape (module docstring), all copies of one file."""
-    from hrm_assets.sources import SOURCES
+    from hrm_assets.cleaning.sources import SOURCES
 
     template = Path(cleaned_root) / ".template.parquet"  # hidden: the scan skips it
     template.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ process, on the same number of threads, timed without imports or tokenizer loadi
 
 - ``python``: the ``tokenizers`` package's ``encode_batch`` in data_io's configuration
   (``encode_special_tokens=True``, no automatic special tokens), rows read with
-  ``hrm_assets.rows``, framed in Python, arrays written with ``numpy.save``;
+  ``hrm_assets.cleaning.rows``, framed in Python, arrays written with ``numpy.save``;
 - ``reference``: ``hrm_assets._core.Encoder(engine="reference")``, the Rust core driving
   the ``tokenizers`` crate;
 - ``fast``: ``hrm_assets._core.Encoder(engine="fast")``, the Rust core's own encoder.
@@ -202,8 +202,8 @@ def _python_method(tokenizer_path: Path, files: list[Path], out: Path, threads: 
     import numpy as np
     from tokenizers import Tokenizer
 
+    from hrm_assets.cleaning.rows import iter_cleaned_rows
     from hrm_assets.framing import Framing, split_condition
-    from hrm_assets.rows import iter_cleaned_rows
 
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     tokenizer.encode_special_tokens = True

@@ -76,8 +76,8 @@ class Encoder:
         A null in a Parquet string column is read as the empty string, as data_io reads it;
         ``nulls`` counts them. Returns ``{"rows", "tokens", "text_bytes", "nulls", "seconds"}``.
         Raises
-        ``hrm_assets.rows.RowError`` (a ``ValueError``) for a bad row or unknown condition tag,
-        naming file, row and field; ``ValueError`` for an unreadable file; ``OSError`` for IO.
+        ``hrm_assets.cleaning.rows.RowError`` (a ``ValueError``) for a bad row or unknown condition
+        tag, naming file, row and field; ``ValueError`` for an unreadable file; ``OSError`` for IO.
         On error ``output_dir`` is unchanged.
         """
     def tokenize_files(

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hrm_assets.sources import SOURCES, SourceSpec, get_source
+from hrm_assets.cleaning.sources import SOURCES, SourceSpec, get_source
 
 
 def source_rng(spec: SourceSpec) -> random.Random:

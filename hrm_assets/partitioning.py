@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.layout import (
     CleanedFile,
     LayoutError,
@@ -13,7 +14,6 @@ from hrm_assets.common.layout import (
     is_temporary,
     safe_name,
 )
-from hrm_assets.sources import SourceSpec
 
 
 def files_of_source(

@@ -52,8 +52,8 @@ def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_st
     the assets, so calling this again redoes only what changed. Returns False on the first
     failure.
     """
+    from hrm_assets.cleaning.sources import SOURCES
     from hrm_assets.defs.tokenized.partition_range import all_partitions_tags
-    from hrm_assets.sources import SOURCES
 
     log(f"[1/4] observing {len(SOURCES)} raw sources")
     observe = defs.resolve_job_def("observe_raw_sources")

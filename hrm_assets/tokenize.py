@@ -276,7 +276,7 @@ def tokenize_file(
     ``tokenizer`` is a ``TokenizerSetup`` or a tokenizer path (then ``framing`` defaults to
     data_io's). Waits while another process holds the folder's lock.
 
-    Raises ``hrm_assets.rows.RowError`` for a bad row (naming file, row and field),
+    Raises ``hrm_assets.cleaning.rows.RowError`` for a bad row (naming file, row and field),
     ``ValueError`` for an unreadable file or a framing token missing from the vocabulary, and
     ``OSError`` for IO failures; the folder is then left as it was.
     """

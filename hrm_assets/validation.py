@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.rows import RowError, iter_cleaned_rows
+from hrm_assets.cleaning.rows import RowError, iter_cleaned_rows
 
 if TYPE_CHECKING:
     import numpy as np

@@ -26,7 +26,7 @@ from bench.report import (
     ratio_table,
     with_kept_sections,
 )
-from hrm_assets.rows import iter_cleaned_rows
+from hrm_assets.cleaning.rows import iter_cleaned_rows
 from hrm_assets.sampling import make_config, sample_tokenized
 
 TINY = runner.plan(runner.SIZES["tiny"])

@@ -22,9 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets import cleaning
-from hrm_assets.cleaned_parquet import chunk_starts, piece_bounds
-from hrm_assets.cleaning import (
+from hrm_assets.cleaning import clean as cleaning
+from hrm_assets.cleaning.clean import (
     NOT_A_ROW,
     NOT_A_STRING,
     NOT_UTF8,
@@ -34,9 +33,10 @@ from hrm_assets.cleaning import (
     clean_source,
     jsonl_line,
 )
+from hrm_assets.cleaning.cleaned_parquet import chunk_starts, piece_bounds
+from hrm_assets.cleaning.rows import FIELDS, INSTRUCTION_FIRST, Row, iter_cleaned_rows
+from hrm_assets.cleaning.sources import RawPart, SkipRecord, SourceSpec, build_registry
 from hrm_assets.common.atomic import TMP_PREFIX
-from hrm_assets.rows import FIELDS, INSTRUCTION_FIRST, Row, iter_cleaned_rows
-from hrm_assets.sources import RawPart, SkipRecord, SourceSpec, build_registry
 
 
 @dataclass
@@ -617,8 +617,8 @@ def test_cli_rejects_unknown_source(capsys):
 
 
 def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, capsys):
-    from hrm_assets.cleaning import RawReadError, main
-    from hrm_assets.sources import SOURCES
+    from hrm_assets.cleaning.clean import RawReadError, main
+    from hrm_assets.cleaning.sources import SOURCES
 
     raw = tmp_path / "raw" / "openai" / "gsm8k" / "main"
     raw.mkdir(parents=True)
@@ -641,7 +641,7 @@ def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, 
 _MANY_OUTPUTS = """
 import resource, sys
 from pathlib import Path
-from hrm_assets.cleaning import CleanedOutputs
+from hrm_assets.cleaning.clean import CleanedOutputs
 soft, hard = (int(v) for v in sys.argv[2:4])
 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 with CleanedOutputs(Path(sys.argv[1]), "parquet") as outputs:

@@ -20,6 +20,7 @@ from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 from hrm_assets import sample as cli
 from hrm_assets import sampling
 from hrm_assets.analytics import epoch_records, summary_figures, task_records
+from hrm_assets.cleaning.sources import SOURCES, get_source
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import safe_name
 from hrm_assets.common.manifest import array_files, read_manifest, verify_folder
@@ -40,7 +41,6 @@ from hrm_assets.partitioning import relative_paths_for
 from hrm_assets.prefix_config import load_prefix_rules
 from hrm_assets.sampled_output import unproven_paths
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
-from hrm_assets.sources import SOURCES, get_source
 
 SETTINGS = dict(epochs=3, context_size=60, seed=5)
 

@@ -17,20 +17,20 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets.cleaning import clean_source, source_code_version
-from hrm_assets.common import settings
-from hrm_assets.raw_versions import observe_raw
-from hrm_assets.rows import iter_cleaned_rows
-from hrm_assets.sources import SOURCES, build_registry, get_source
-from hrm_assets.sources.declared import (
+from hrm_assets.cleaning.clean import clean_source, source_code_version
+from hrm_assets.cleaning.raw_versions import observe_raw
+from hrm_assets.cleaning.rows import iter_cleaned_rows
+from hrm_assets.cleaning.sources import SOURCES, build_registry, get_source
+from hrm_assets.cleaning.sources.declared import (
     DeclaredMappingError,
     DeclaredSourceError,
     chat,
     specs_from_file,
 )
-from hrm_assets.sources.declared.layouts import BAD_CSV_ROW, MALFORMED_JSON_LINE
-from hrm_assets.sources.declared.specs import HIDDEN_NAME
-from hrm_assets.sources.declared.template import TemplateError, parse_template
+from hrm_assets.cleaning.sources.declared.layouts import BAD_CSV_ROW, MALFORMED_JSON_LINE
+from hrm_assets.cleaning.sources.declared.specs import HIDDEN_NAME
+from hrm_assets.cleaning.sources.declared.template import TemplateError, parse_template
+from hrm_assets.common import settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_GSM8K = REPO_ROOT / "tests" / "golden" / "cleaned" / "data" / "gsm8k_train.jsonl"
@@ -338,7 +338,7 @@ def test_nulls_and_non_strings_are_skipped_and_counted(tmp_path):
 
 
 def test_parquet_input_reads_like_jsonl(tmp_path):
-    from hrm_assets.sources.local_files import write_parquet_records
+    from hrm_assets.cleaning.sources.local_files import write_parquet_records
 
     write_parquet_records(tmp_path / "in" / "part-0.parquet", [{"q": "x", "r": "y"}])
     write_parquet_records(tmp_path / "in" / "part-1.parquet", [{"q": "z", "r": "w"}])
@@ -684,7 +684,7 @@ sources:
 
 
 def test_a_chat_dataset_from_a_hub_mirror(tmp_path):
-    from hrm_assets.sources.local_files import write_parquet_records
+    from hrm_assets.cleaning.sources.local_files import write_parquet_records
 
     def talk(question: str, answer: str) -> list[dict]:
         return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]

@@ -11,10 +11,10 @@ import dagster as dg
 import pytest
 
 from hrm_assets import local_env, verify
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.definitions import defs
 from hrm_assets.defs.common.keys import CLEANED_PREFIX
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.sources import SOURCES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

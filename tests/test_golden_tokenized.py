@@ -20,13 +20,13 @@ from conftest import REPO_ROOT
 from test_sampling import tree_bytes
 
 from hrm_assets import _core
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import scan_cleaned_tree
 from hrm_assets.common.npy_files import load_integers_quickly, npy_layout_quickly
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 from hrm_assets.partitioning import files_of_source, partition_file
 from hrm_assets.sampling import SPAN_FIELDS, make_config, sample_tokenized, task_directories
-from hrm_assets.sources import SOURCES
 from hrm_assets.validation import check_tokenized_folder
 
 GOLDEN = Path(__file__).parent / "golden" / "tokenized"

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import LayoutError, safe_name, scan_cleaned_files
 from hrm_assets.partitioning import (
     files_by_source,
@@ -12,7 +13,6 @@ from hrm_assets.partitioning import (
     partition_file,
     relative_paths_for,
 )
-from hrm_assets.sources import SOURCES
 
 
 def _touch(root: Path, relative: str) -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from hrm_assets.cleaning import clean_source
-from hrm_assets.cleaning_leftovers import cleaning_lock_path
+from hrm_assets.cleaning.clean import clean_source
+from hrm_assets.cleaning.leftovers import cleaning_lock_path
+from hrm_assets.cleaning.sources import get_source
 from hrm_assets.common.atomic import exclusive_lock
-from hrm_assets.sources import get_source
 
 OMNIMATH = get_source("omnimath")
 RAW_FILE = "KbsdJames/Omni-MATH/test-00000-of-00001.parquet"

@@ -16,6 +16,7 @@ import pytest
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.cleaned.assets import build_cleaned_asset
 from hrm_assets.defs.common.resources import DataPaths
@@ -23,7 +24,6 @@ from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import build_sampled_manifest_check
 from hrm_assets.defs.tokenized.assets import build_tokenized_asset
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode
 
 GSM8K = SOURCES["gsm8k_train"]

@@ -124,7 +124,7 @@ def test_bad_cleaned_file_fails_it_and_keeps_every_earlier_folder(
 
 
 def test_the_python_reader_gives_the_same_messages(tokenized_once):
-    from hrm_assets.rows import RowError, iter_cleaned_rows
+    from hrm_assets.cleaning.rows import RowError, iter_cleaned_rows
 
     cleaned, _, _ = tokenized_once
     for kind in ("malformed-json", "missing-field", "null-field", "unknown-tag"):
@@ -137,7 +137,7 @@ def test_the_python_reader_gives_the_same_messages(tokenized_once):
 
 def test_the_python_reader_takes_a_parquet_null_as_the_empty_string(tmp_path):
     """As data_io's reader and our Rust one do (the tokenizer trainer reads with it)."""
-    from hrm_assets.rows import Row, iter_cleaned_rows
+    from hrm_assets.cleaning.rows import Row, iter_cleaned_rows
 
     path = write_parquet(
         tmp_path / "y.parquet", [good_row(0), {**good_row(1), "condition": None, "response": None}]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from hrm_assets.cleaning.rows import Row, RowError, iter_cleaned_rows
 from hrm_assets.common.layout import CleanedFile
-from hrm_assets.rows import Row, RowError, iter_cleaned_rows
 from hrm_assets.tokenize import tokenize_file
 
 ROW = json.dumps({"condition": "", "instruction": "q", "response": "a"})

@@ -22,8 +22,8 @@ from ndarray_npy import ndarray_npy_bytes
 from tokenizers import Tokenizer
 
 from hrm_assets import _core
+from hrm_assets.cleaning.rows import RowError
 from hrm_assets.framing import DEFAULT_CONDITIONS, Framing, split_condition
-from hrm_assets.rows import RowError
 
 ARRAYS = ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")
 

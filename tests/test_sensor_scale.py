@@ -9,6 +9,7 @@ import dagster as dg
 import pytest
 
 from bench.dagster_overhead import write_sensor_files
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.settings import default_prefix_config_path
 from hrm_assets.defs.common.automation import on_upstream_data_change
@@ -16,7 +17,6 @@ from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.inputs import DATA_VERSION_TAG
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
-from hrm_assets.sources import SOURCES
 from hrm_assets.tokenize import OWNER_MARKER
 
 FILES = 2_500

@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import clean_source, jsonl_line, source_code_version
-from hrm_assets.rows import Row, iter_cleaned_rows
-from hrm_assets.sources import SOURCES, get_source
-from hrm_assets.sources.gsm8k import BAD_ANSWER
-from hrm_assets.sources.hub import HubLayout
-from hrm_assets.sources.math import SUBJECTS, last_boxed_content
+from hrm_assets.cleaning.clean import clean_source, jsonl_line, source_code_version
+from hrm_assets.cleaning.rows import Row, iter_cleaned_rows
+from hrm_assets.cleaning.sources import SOURCES, get_source
+from hrm_assets.cleaning.sources.gsm8k import BAD_ANSWER
+from hrm_assets.cleaning.sources.hub import HubLayout
+from hrm_assets.cleaning.sources.math import SUBJECTS, last_boxed_content
 
 
 @pytest.fixture(autouse=True)
@@ -320,7 +320,7 @@ def test_demo_corpus_is_deterministic_and_cleans_as_data_io_would(tmp_path):
 
 
 def test_cli_end_to_end_on_demo_corpus(tmp_path, capsys, monkeypatch):
-    from hrm_assets import cleaning
+    from hrm_assets.cleaning import clean as cleaning
 
     assert demo.main([str(tmp_path / "raw")]) == 0
     monkeypatch.setenv("HRM_RAW_ROOT", str(tmp_path / "raw"))

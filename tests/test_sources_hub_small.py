@@ -20,11 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import NOT_A_STRING, clean_source, source_code_version
-from hrm_assets.rows import iter_cleaned_rows
-from hrm_assets.sources import SOURCES, build_registry, get_source
-from hrm_assets.sources.hub_splits import HubSplitsLayout
-from hrm_assets.sources.spec import SourceSpec
+from hrm_assets.cleaning.clean import NOT_A_STRING, clean_source, source_code_version
+from hrm_assets.cleaning.rows import iter_cleaned_rows
+from hrm_assets.cleaning.sources import SOURCES, build_registry, get_source
+from hrm_assets.cleaning.sources.hub_splits import HubSplitsLayout
+from hrm_assets.cleaning.sources.spec import SourceSpec
 
 NAMES = [
     "natural_reasoning",

@@ -24,15 +24,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import clean_source
-from hrm_assets.rows import iter_cleaned_rows
-from hrm_assets.sources import amps as amps_module
-from hrm_assets.sources import dmmath as dmmath_module
-from hrm_assets.sources import flan as flan_module
-from hrm_assets.sources import get_source
-from hrm_assets.sources import sudoku as sudoku_module
-from hrm_assets.sources import synth as synth_module
-from hrm_assets.sources.local_files import batched, glob_files
+from hrm_assets.cleaning.clean import clean_source
+from hrm_assets.cleaning.rows import iter_cleaned_rows
+from hrm_assets.cleaning.sources import amps as amps_module
+from hrm_assets.cleaning.sources import dmmath as dmmath_module
+from hrm_assets.cleaning.sources import flan as flan_module
+from hrm_assets.cleaning.sources import get_source
+from hrm_assets.cleaning.sources import sudoku as sudoku_module
+from hrm_assets.cleaning.sources import synth as synth_module
+from hrm_assets.cleaning.sources.local_files import batched, glob_files
 
 
 @pytest.fixture(autouse=True)
@@ -738,8 +738,8 @@ def _tar_of(raw: Path) -> Path:
 def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
     """FLAN routes rows to thousands of task files: their buffers are bounded together, by
     spilling to disk, so each file still has data_io's single row group."""
-    from hrm_assets.cleaning import BufferBudget, ParquetRowWriter
-    from hrm_assets.rows import INSTRUCTION_FIRST, Row
+    from hrm_assets.cleaning.clean import BufferBudget, ParquetRowWriter
+    from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 
     budget = BufferBudget(limit=200)
     rows = {

@@ -19,16 +19,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import NOT_A_STRING, clean_source
-from hrm_assets.rows import iter_cleaned_rows
-from hrm_assets.sources import SOURCES, get_source
-from hrm_assets.sources.platypus import (
+from hrm_assets.cleaning.clean import NOT_A_STRING, clean_source
+from hrm_assets.cleaning.rows import iter_cleaned_rows
+from hrm_assets.cleaning.sources import SOURCES, get_source
+from hrm_assets.cleaning.sources.platypus import (
     BAD_ANSWER_KEY,
     BAD_LABEL,
     BAD_TEXT,
     NOT_AN_OBJECT,
 )
-from hrm_assets.sources.platypus_raw import iter_json_array
+from hrm_assets.cleaning.sources.platypus_raw import iter_json_array
 
 PLATYPUS = ("arb", "openbookqa", "reclor", "scibench", "scienceqa", "theoremqa")
 ARB_FILES = ("math.json", "reading.json", "law.json", "science.json", "physics.json")

@@ -17,18 +17,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning import clean_source
-from hrm_assets.common.layout import safe_name
-from hrm_assets.prefix_config import load_prefix_rules, rule_for
-from hrm_assets.rows import iter_cleaned_rows
-from hrm_assets.sources import get_source
-from hrm_assets.sources.tasksource import (
+from hrm_assets.cleaning.clean import clean_source
+from hrm_assets.cleaning.rows import iter_cleaned_rows
+from hrm_assets.cleaning.sources import get_source
+from hrm_assets.cleaning.sources.tasksource import (
     BAD_INPUTS,
     BAD_TARGETS,
     BAD_TASK,
     TASKS,
     tasks_without_rows,
 )
+from hrm_assets.common.layout import safe_name
+from hrm_assets.prefix_config import load_prefix_rules, rule_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HUB_DATA = Path("tasksource") / "tasksource-instruct-v0" / "data"

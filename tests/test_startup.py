@@ -15,6 +15,7 @@ import pytest
 from dagster._core.definitions.reconstruct import ReconstructableJob
 from dagster._core.system_config.objects import ResolvedRunConfig
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.settings import default_prefix_config_path
 from hrm_assets.defs.cleaned.assets import BUILD_RECORDS, _content_version, build_cleaned_asset
 from hrm_assets.defs.cleaned.checks import ROWS_VALID
@@ -22,7 +23,6 @@ from hrm_assets.defs.common import executor
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.demo import write_demo_corpus
 from hrm_assets.partitioning import files_of_source
-from hrm_assets.sources import SOURCES
 
 HEAVY_MODULES = (
     "datasets",

@@ -22,6 +22,7 @@ from test_reliability_dagster import data_paths, failure_text, instance
 from test_rust_tokenizer import gsm8k_rows
 from test_sampling import tree_bytes
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.tokenized.assets import (
     FILES_PER_RUN_ENV,
@@ -30,7 +31,6 @@ from hrm_assets.defs.tokenized.assets import (
 )
 from hrm_assets.defs.tokenized.partition_range import all_partitions_tags, main, source_of
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.sources import SOURCES
 
 FLAN = SOURCES["flan"]
 KEY = dg.AssetKey(["tokenized", "flan"])

@@ -50,10 +50,10 @@ from ui_browser import (
     wait_until,
 )
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.defs.common.keys import tokenized_key
 from hrm_assets.defs.sampled.inputs import DATA_VERSION_TAG
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.sources import SOURCES
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from hrm_assets.datacard.task_sources import sources_of_tasks
 
 if TYPE_CHECKING:  # the sampler imports this package: no import of it at run time
+    from hrm_assets.cleaning.sources import SourceSpec
     from hrm_assets.sampling import SamplingResult, TaskReport
-    from hrm_assets.sources import SourceSpec
 
 CARD_FORMAT = "hrm-data-datacard/1"
 TOKENIZER_JSON_FILE = "tokenizer/tokenizer.json"

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.layout import safe_name
-from hrm_assets.sources import SourceSpec
 
 
 class TaskSourceIndex:

@@ -86,7 +86,7 @@ def write_sampled_data_card(
 ) -> dict[str, Any]:
     """Build the card of a sampling run whose files (listed in ``manifest``, as written to
     ``folder/manifest.json``) are in ``folder`` and write it there; returns the card."""
-    from hrm_assets.sources import SOURCES
+    from hrm_assets.cleaning.sources import SOURCES
 
     card = build_data_card(
         result,

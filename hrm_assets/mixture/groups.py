@@ -29,7 +29,7 @@ def task_groups(
             prefix = rule.prefix if isinstance(rule, PrefixRule) else None
             found.append(prefix if prefix in named else None)
         return found
-    from hrm_assets.sources import SOURCES
+    from hrm_assets.cleaning.sources import SOURCES
 
     unknown = sorted(named - set(SOURCES))
     if unknown:

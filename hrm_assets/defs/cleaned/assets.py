@@ -2,7 +2,9 @@
 
 import dagster as dg
 
-from hrm_assets.cleaning import clean_source, source_code_version
+from hrm_assets.cleaning.clean import clean_source, source_code_version
+from hrm_assets.cleaning.raw_versions import observe_raw
+from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.build_record import is_current, read_record, write_record
 from hrm_assets.common.hashing import tree_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile
@@ -13,8 +15,6 @@ from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import sync_partitions
 from hrm_assets.partitioning import files_of_source
-from hrm_assets.raw_versions import observe_raw
-from hrm_assets.sources import SOURCES, SourceSpec
 
 BUILD_RECORDS = ".hrm-build"  # hidden: the cleaned-file scan ignores it
 

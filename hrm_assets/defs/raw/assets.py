@@ -4,10 +4,10 @@ import warnings
 
 import dagster as dg
 
+from hrm_assets.cleaning.raw_versions import observe_raw
+from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.defs.common.keys import RAW_PREFIX, raw_key
 from hrm_assets.defs.common.resources import DataPaths
-from hrm_assets.raw_versions import observe_raw
-from hrm_assets.sources import SOURCES, SourceSpec
 
 
 def build_raw_asset(spec: SourceSpec) -> dg.AssetsDefinition:

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.defs.common.keys import raw_key
-from hrm_assets.sources import SOURCES
 
 observe_raw_job = dg.define_asset_job(
     name="observe_raw_sources",

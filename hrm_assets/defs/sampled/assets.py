@@ -11,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 
 from hrm_assets import sampling_defaults as defaults
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.build_record import is_current, read_record, write_record
 from hrm_assets.common.hashing import listing_sha256, value_sha256
 from hrm_assets.datacard import sampling_code_version
@@ -23,7 +24,6 @@ from hrm_assets.defs.sampled.checks import short_responses_result, short_respons
 from hrm_assets.defs.sampled.datacard_metadata import data_card_metadata
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
 from hrm_assets.mixture.code_version import has_mixture, mixture_code_version
-from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode, load_training_nodes
 
 NODE_TAG = "hrm/training-node"

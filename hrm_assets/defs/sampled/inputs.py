@@ -12,11 +12,11 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.hashing import value_sha256
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, tokenized_key
 from hrm_assets.defs.tokenized.jobs import TOKENIZE_JOBS
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.sources import SOURCES
 from hrm_assets.training_nodes import TrainingNode
 
 # Dagster stores a materialization's data version under this tag (dagster/_core/definitions/

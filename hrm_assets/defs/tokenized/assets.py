@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.layout import CleanedFile, LayoutError
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
@@ -38,7 +39,6 @@ from hrm_assets.defs.tokenized.records import (
 )
 from hrm_assets.framing import Framing
 from hrm_assets.partitioning import partition_file
-from hrm_assets.sources import SOURCES, SourceSpec
 from hrm_assets.tokenize import (
     TokenizeFailure,
     TokenizeOutcome,

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.defs.common.keys import tokenized_key
-from hrm_assets.sources import SOURCES
 
 TOKENIZE_JOBS = {
     name: dg.define_asset_job(

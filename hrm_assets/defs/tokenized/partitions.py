@@ -4,9 +4,9 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.partitioning import files_of_source, partition_changes
-from hrm_assets.sources import SOURCES, SourceSpec
 from hrm_assets.tokenize import remove_owned_output
 
 TOKENIZED_PARTITIONS: dict[str, dg.DynamicPartitionsDefinition] = {

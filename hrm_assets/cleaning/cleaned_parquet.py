@@ -1,0 +1,314 @@
+"""Cleaned Parquet files, streamed, with the bytes of data_io's
+``pq.write_table(pa.Table.from_pydict(columns), path)``.
+
+data_io holds a whole file's columns as Python lists and writes them in one call. The bytes
+follow from what pyarrow decides on the way, which a streaming writer must reproduce:
+
+- **Row groups.** ``write_table`` cuts the table every :func:`pyarrow_row_group_rows` rows
+  (pyarrow's default row group size: 1,048,576 rows since pyarrow 15).
+- **Arrow chunks.** ``pa.array`` of a list of strings starts a new chunk before a value that
+  would take the chunk's text over :data:`CHUNK_TEXT_LIMIT` bytes (2 GiB - 2), separately in
+  each column (:func:`chunk_starts`).
+- **Write batches.** The Parquet column writer takes each chunk (within a row group)
+  :data:`WRITE_BATCH_ROWS` values at a time from its start and checks the page and dictionary
+  size limits between batches; so the pieces we hand it may only be cut where one of data_io's
+  batches starts: at a row group or chunk start, or a multiple of 1,024 rows after one
+  (:func:`piece_bounds`). Other cuts move page boundaries.
+
+Everything else is pyarrow's default on both sides: snappy compression, dictionary encoding
+with fallback, statistics, format version 2.6, the stored Arrow schema (nullable ``string``
+fields, no pandas metadata). The footer's ``created_by`` names the pyarrow version, so the
+bytes equal data_io's when both run the same pyarrow.
+
+Memory: rows are buffered as Arrow record batches until their row group is complete. A row
+group of a large source holds gigabytes, so the writers of one run share a
+:class:`BufferBudget`; over it, the largest buffers are spilled to Arrow IPC files next to the
+output and memory-mapped back when their row group is written. Row groups never depend on
+memory, and so neither do the bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hrm_assets.cleaning.rows import FIELDS, Row
+from hrm_assets.common.atomic import TMP_PREFIX, atomic_file, create_temporary_file
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+
+@functools.cache
+def pyarrow_row_group_rows() -> int:
+    """The row group size of ``write_table(row_group_size=None)``: 1,048,576 rows since
+    pyarrow 15. Read from pyarrow (a private name, hence the fallback) on first use, so that
+    importing this module does not import pyarrow."""
+    import pyarrow._parquet
+
+    return int(getattr(pyarrow._parquet, "_DEFAULT_ROW_GROUP_SIZE", 1024 * 1024))
+
+
+CHUNK_TEXT_LIMIT = 2**31 - 2
+WRITE_BATCH_ROWS = 1024  # parquet::WriterProperties' default write_batch_size
+PIECE_ROWS = 8 * WRITE_BATCH_ROWS
+DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
+
+
+def chunk_starts(
+    lengths: Sequence[int] | np.ndarray, carried: int, limit: int = CHUNK_TEXT_LIMIT
+) -> tuple[list[int], int]:
+    """Where ``pa.array`` would start new chunks in a run of string values.
+
+    ``lengths`` are the values' UTF-8 byte lengths and ``carried`` the bytes already in the
+    current chunk before them. Returns the indices (into ``lengths``) of the values that start a
+    new chunk, and the bytes in the chunk open after the last value. A value alone over
+    ``limit`` cannot be an Arrow string at all: ValueError.
+    """
+    import numpy as np
+
+    total = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    starts: list[int] = []
+    # The open chunk: its bytes before this run, the cumulative total before its first value
+    # here, and that value's index (-1: the chunk began before this run).
+    used, before, first = carried, 0, 0 if carried == 0 else -1
+    while True:
+        index = int(np.searchsorted(total, limit - used + before, side="right"))
+        if index >= len(total):
+            return starts, used + (int(total[-1]) - before if len(total) else 0)
+        if index == first:
+            raise ValueError(f"a string of {int(lengths[index])} bytes is over Arrow's {limit}")
+        starts.append(index)
+        used, before, first = 0, int(total[index - 1]) if index else 0, index
+
+
+def piece_bounds(rows: int, starts: Sequence[int], piece_rows: int = PIECE_ROWS) -> list[int]:
+    """Cut points ``[0, ..., rows]`` of one column of a row group: every chunk start, and every
+    ``piece_rows`` rows after the row group's start or the last chunk start."""
+    if piece_rows % WRITE_BATCH_ROWS:
+        raise ValueError(f"piece_rows must be a multiple of {WRITE_BATCH_ROWS}")
+    bounds = [0]
+    for stop in [*starts, rows]:
+        while bounds[-1] + piece_rows < stop:
+            bounds.append(bounds[-1] + piece_rows)
+        if stop > bounds[-1]:
+            bounds.append(stop)
+    return bounds
+
+
+def _pieces(column: pa.ChunkedArray, bounds: Sequence[int]) -> pa.ChunkedArray:
+    """``column`` re-chunked at ``bounds`` (a piece spanning two buffered batches is copied)."""
+    import pyarrow as pa
+
+    pieces = []
+    for start, stop in zip(bounds, bounds[1:], strict=False):
+        chunks = column.slice(start, stop - start).chunks
+        pieces.append(chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks))
+    return pa.chunked_array(pieces, type=column.type)
+
+
+class BufferBudget:
+    """Text buffered by all the Parquet writers of one run, in characters (about bytes).
+
+    When a write takes ``used`` over ``limit``, the writers with the largest buffers spill them
+    to disk until at most half the limit is left in use.
+    """
+
+    def __init__(self, limit: int = DEFAULT_BUFFER_BYTES):
+        if limit < 1:
+            raise ValueError("the buffer budget must be at least 1")
+        self.limit = limit
+        self.used = 0
+        self.writers: list[ParquetRowWriter] = []
+
+    def relieve(self) -> None:
+        for writer in sorted(self.writers, key=lambda w: w.buffered, reverse=True):
+            if self.used <= self.limit // 2:
+                break
+            writer.spill()
+
+
+class ParquetRowWriter:
+    """Streams rows to ``path`` as Parquet with string ``columns`` in that order (a permutation
+    of the row fields), byte-identical to data_io's one-call write of the same rows. The file
+    appears only when the writer exits cleanly.
+
+    ``row_group_rows`` (default: pyarrow's), ``piece_rows`` and ``chunk_text_limit`` are
+    pyarrow's figures; tests lower them to exercise several row groups and chunks on small
+    data.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        columns: Sequence[str] = FIELDS,
+        budget: BufferBudget | None = None,
+        row_group_rows: int | None = None,
+        piece_rows: int = PIECE_ROWS,
+        chunk_text_limit: int = CHUNK_TEXT_LIMIT,
+    ):
+        if sorted(columns) != sorted(FIELDS):
+            raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
+        if row_group_rows is None:
+            row_group_rows = pyarrow_row_group_rows()
+        if row_group_rows < 1:
+            raise ValueError("row_group_rows must be at least 1")
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.rows = 0
+        self.row_groups = 0
+        self.spills = 0
+        self.buffered = 0  # characters of text held in memory
+        self._order = [FIELDS.index(name) for name in self.columns]
+        self._row_group_rows = row_group_rows
+        self._piece_rows = piece_rows
+        self._chunk_text_limit = chunk_text_limit
+        self._budget = budget
+        self._pending: list[list[str]] = [[] for _ in self.columns]
+        self._batches: list[pa.RecordBatch] = []
+        self._group_rows = 0
+        self._chunk_bytes = [0] * len(self.columns)  # text in each column's open Arrow chunk
+        # One spill file per writer; each spill appends an IPC stream, (offset, size) here.
+        self._spill_path: Path | None = None
+        self._spill_segments: list[tuple[int, int]] = []
+        self._stack = contextlib.ExitStack()
+        self._writer: pq.ParquetWriter | None = None
+        self._schema: pa.Schema | None = None
+
+    def __enter__(self) -> ParquetRowWriter:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        handle = self._stack.enter_context(atomic_file(self.path, "wb"))
+        self._schema = pa.schema([(name, pa.string()) for name in self.columns])
+        self._writer = pq.ParquetWriter(handle, self._schema)
+        # Callbacks run last-in first-out, before atomic_file's exit: the spill file goes, then
+        # the footer is written before the rename (or the file is closed before its removal).
+        self._stack.callback(self._writer.close)
+        self._stack.callback(self._remove_spill_file)
+        if self._budget is not None:
+            self._budget.writers.append(self)
+        return self
+
+    def write(self, row: Row) -> None:
+        for column, field in zip(self._pending, self._order, strict=True):
+            column.append(row[field])
+        self.rows += 1
+        self._group_rows += 1
+        size = len(row[0]) + len(row[1]) + len(row[2])
+        self.buffered += size
+        if self._budget is not None:
+            self._budget.used += size
+        if self._group_rows >= self._row_group_rows:
+            self.write_row_group()
+        elif self._group_rows % self._piece_rows == 0:
+            self._seal()
+        if self._budget is not None and self._budget.used > self._budget.limit:
+            self._budget.relieve()
+
+    def _seal(self) -> None:
+        """Turn the pending rows into one Arrow record batch (sealed at piece boundaries, so
+        that batches are the pieces of :func:`piece_bounds` and need no copy, except where a
+        spill cut one)."""
+        if not self._pending[0]:
+            return
+        import pyarrow as pa
+
+        arrays = [pa.array(values, type=pa.string()) for values in self._pending]
+        self._batches.append(pa.record_batch(arrays, schema=self._schema))
+        self._pending = [[] for _ in self.columns]
+
+    def spill(self) -> None:
+        """Move every buffered row of this writer to its spill file next to the output."""
+        self._seal()
+        if not self._batches:
+            return
+        import pyarrow as pa
+
+        if self._spill_path is None:
+            self._spill_path = create_temporary_file(
+                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
+            )
+        with open(self._spill_path, "ab") as handle:
+            offset = handle.seek(0, os.SEEK_END)
+            with pa.ipc.new_stream(handle, self._schema) as stream:
+                for batch in self._batches:
+                    stream.write_batch(batch)
+            self._spill_segments.append((offset, handle.tell() - offset))
+        self._batches = []
+        self.spills += 1
+        self._release_buffered()
+
+    def _release_buffered(self) -> None:
+        if self._budget is not None:
+            self._budget.used -= self.buffered
+        self.buffered = 0
+
+    def _buffered_table(self) -> pa.Table:
+        import pyarrow as pa
+
+        batches = []
+        if self._spill_segments:  # memory-mapped: pages come from the file, not the heap
+            mapped = pa.memory_map(str(self._spill_path)).read_buffer()
+            for offset, size in self._spill_segments:
+                batches.extend(pa.ipc.open_stream(mapped.slice(offset, size)))
+        batches.extend(self._batches)
+        return pa.Table.from_batches(batches, schema=self._schema)
+
+    def write_row_group(self) -> None:
+        """Write the buffered rows as one row group, cut into pieces as data_io's would be."""
+        self._seal()
+        if self._group_rows == 0:
+            return
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = self._buffered_table()
+        columns = []
+        for index, column in enumerate(table.columns):
+            lengths = pc.binary_length(column).to_numpy()
+            starts, self._chunk_bytes[index] = chunk_starts(
+                lengths, self._chunk_bytes[index], self._chunk_text_limit
+            )
+            bounds = piece_bounds(table.num_rows, starts, self._piece_rows)
+            columns.append(_pieces(column, bounds))
+        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        self.row_groups += 1
+        self._group_rows = 0
+        self._batches = []
+        self._remove_spill_file()
+        self._release_buffered()
+
+    def _remove_spill_file(self) -> None:
+        if self._spill_path is not None:
+            self._spill_path.unlink(missing_ok=True)
+        self._spill_path = None
+        self._spill_segments = []
+
+    def _finish(self) -> None:
+        if self.rows == 0:  # data_io's write_table of an empty table: one empty row group
+            self._writer.write_table(self._schema.empty_table())
+        else:
+            self.write_row_group()
+
+    def _detach(self) -> None:
+        if self._budget is not None and self in self._budget.writers:
+            self._budget.writers.remove(self)
+            self._release_buffered()
+
+    def __exit__(self, *exc_info) -> bool:
+        if exc_info[0] is None:
+            try:
+                self._finish()
+            except BaseException as error:
+                self._detach()
+                self._stack.__exit__(type(error), error, error.__traceback__)
+                raise
+        self._detach()
+        return self._stack.__exit__(*exc_info)

@@ -1,0 +1,154 @@
+"""DeepMind mathematics dataset (local ``mathematics_dataset-v1.0/``) ->
+``dmmath/<set>__<module>.parquet``.
+
+data_io ``pipe_clustered/clean_dmmath.py``: for each set ``train-easy``, ``train-medium``,
+``train-hard`` and each ``<set>/*.txt`` module file, the lines are read in text mode (universal
+newlines) and stripped; even lines are questions, odd lines their answers. Every pair gives a
+``direct`` row; each file gives ``dmmath/<safe_filename(set + "__" + module)>.parquet`` with
+data_io's columns ``instruction, response, condition``, even for an empty module file
+(``interpolate/`` and ``extrapolate/`` are not read).
+
+Deliberate differences:
+- data_io asserts an even line count and crashes otherwise; here the pairs of such a file are
+  kept and its last, unpaired line is skipped and reported (reason ``odd number of lines``).
+- data_io takes ``glob`` order; files are read sorted by name (each file is its own output, so
+  no row moves).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
+from hrm_assets.cleaning.sources.local_files import (
+    LocalLayout,
+    batched,
+    glob_files,
+    safe_filename,
+    write_bytes,
+)
+from hrm_assets.cleaning.sources.spec import Record, SkipRecord, SourceSpec
+
+SETS = ("train-easy", "train-medium", "train-hard")
+ODD_LINES = "odd number of lines"
+
+
+def question_answer_pairs(lines: Iterable[str]) -> Iterator[dict]:
+    """Stripped lines paired as ``{"question", "answer"}``; an unpaired last line comes with
+    ``answer=None``."""
+    question = None
+    for line in lines:
+        if question is None:
+            question = line.strip()
+        else:
+            yield {"question": question, "answer": line.strip()}
+            question = None
+    if question is not None:
+        yield {"question": question, "answer": None}
+
+
+class DmmathLayout(LocalLayout):
+    folder = "mathematics_dataset-v1.0"
+    pattern = "{" + ",".join(SETS) + "}/*.txt"
+    download_hint = "unpack mathematics_dataset-v1.0.tar.gz into the raw root"
+
+    def part_files(self, spec: SourceSpec, root: Path) -> list[tuple[str, list[Path]]]:
+        return [
+            (f"{set_name}/{path.name}", [path])
+            for set_name in SETS
+            for path in glob_files(root / set_name, "*.txt")
+        ]
+
+    def read_batches(self, path: Path, part: str, batch_size: int) -> Iterator[list[Record]]:
+        # Text mode with universal newlines, as data_io's open(filename, "r").
+        with open(path, encoding="utf-8") as handle:
+            yield from batched(question_answer_pairs(handle), batch_size)
+
+    def write_part(self, root: Path, part: str, records: Iterable[Record]) -> list[Path]:
+        text = "".join(f"{r['question']}\n{r['answer']}\n" for r in records)
+        return [write_bytes(root / part, text.encode("utf-8"))]
+
+
+def route_dmmath(record: Record, part: str) -> str:
+    set_name, file_name = part.split("/")
+    module = file_name.removesuffix(".txt")
+    return f"dmmath/{safe_filename(f'{set_name}__{module}')}.parquet"
+
+
+def clean_dmmath(record: Record, part: str) -> Iterator[Row]:
+    if record["answer"] is None:
+        raise SkipRecord(ODD_LINES, f"unpaired last line {record['question'][:80]!r}")
+    yield Row("direct", record["question"], record["answer"])
+
+
+# -- demo corpus: invented question/answer pairs in the dataset's line format ------------------
+
+
+def _linear(rng: random.Random) -> tuple[str, str]:
+    x, a, b = rng.randint(-20, 20), rng.randint(2, 12), rng.randint(-50, 50)
+    letter = rng.choice("abcdfghjkmnpqrstuvwxyz")
+    return f"Solve {a}*{letter} + {b} = {a * x + b} for {letter}.", str(x)
+
+
+def _gcd(rng: random.Random) -> tuple[str, str]:
+    from math import gcd
+
+    a, b = rng.randint(10, 2000), rng.randint(10, 2000)
+    return f"Calculate the greatest common divisor of {a} and {b}.", str(gcd(a, b))
+
+
+def _place_value(rng: random.Random) -> tuple[str, str]:
+    number = rng.randint(1000, 999999)
+    places = ["units", "tens", "hundreds", "thousands"]
+    place = rng.randrange(len(places))
+    digit = number // 10**place % 10
+    return f"What is the {places[place]} digit of {number}?", str(digit)
+
+
+_MODULES = {
+    "algebra__linear_1d": _linear,
+    "numbers__gcd": _gcd,
+    "numbers__place_value": _place_value,
+}
+# The real dataset is ASCII; a few invented lines are not, so the demo exercises UTF-8 paths.
+_NON_ASCII = [
+    ("Löse 3*x = 12 nach x.", "4"),
+    ("计算 7 和 21 的最大公约数。", "7"),
+    ("  Quelle est la réponse à 2 + 2 ?  ", "  4  "),
+]
+
+
+def demo_dmmath(rng: random.Random) -> dict[str, list[dict]]:
+    parts: dict[str, list[dict]] = {}
+    for set_index, set_name in enumerate(SETS):
+        for module_index, (module, make) in enumerate(_MODULES.items()):
+            records = []
+            for index in range(25):
+                if index == 11:
+                    question, answer = _NON_ASCII[(set_index + module_index) % len(_NON_ASCII)]
+                else:
+                    question, answer = make(rng)
+                records.append({"question": question, "answer": answer})
+            parts[f"{set_name}/{module}.txt"] = records
+    return parts
+
+
+DMMATH = SourceSpec(
+    name="dmmath",
+    hub_id=None,
+    configs=None,
+    split="train",
+    output="dmmath",
+    format="parquet",
+    columns=INSTRUCTION_FIRST,
+    clean=clean_dmmath,
+    layout=DmmathLayout(),
+    demo=demo_dmmath,
+    route=route_dmmath,
+    one_output_per_part=True,
+    description="DeepMind mathematics dataset, train-easy/medium/hard modules (direct).",
+)
+
+SPECS = (DMMATH,)

@@ -1,0 +1,123 @@
+"""GSM8K (``openai/gsm8k``, config ``main``, split ``train``) -> ``gsm8k_train.jsonl``.
+
+data_io ``pipe/clean_gsm8k_train.py``: one ``direct`` row per problem, the stripped question
+as instruction and the stripped final answer (the text after ``#### ``) as response.
+
+Deliberate difference: data_io asserts that the answer splits into exactly two parts on
+``"#### "`` and crashes otherwise; here such a record is skipped and reported (reason
+``answer does not split in two on '#### '``). Rows of every other record are identical.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from hrm_assets.cleaning.rows import Row
+from hrm_assets.cleaning.sources.hub import HubLayout
+from hrm_assets.cleaning.sources.spec import Record, SkipRecord, SourceSpec
+
+ANSWER_SEPARATOR = "#### "
+BAD_ANSWER = "answer does not split in two on '#### '"
+
+
+def clean_gsm8k(record: Record, part: str) -> Iterator[Row]:
+    pieces = record["answer"].split(ANSWER_SEPARATOR)
+    if len(pieces) != 2:
+        raise SkipRecord(BAD_ANSWER, f"{len(pieces)} parts")
+    yield Row("direct", record["question"].strip(), pieces[-1].strip())
+
+
+# -- demo corpus: invented grade-school word problems in the Hub schema -------------------
+
+_PEOPLE = ["Maya", "Tom", "Aiko", "Lukas", "Priya", "Omar", "Sofia", "Chen", "Zoë", "José"]
+_ITEMS = [
+    ("apples", "apple"),
+    ("stickers", "sticker"),
+    ("marbles", "marble"),
+    ("pencils", "pencil"),
+    ("cookies", "cookie"),
+    ("stamps", "stamp"),
+]
+
+
+def _buy_and_give(rng: random.Random, name: str) -> dict:
+    plural, _ = rng.choice(_ITEMS)
+    boxes, per_box, given = rng.randint(2, 9), rng.randint(3, 12), rng.randint(1, 10)
+    total = boxes * per_box
+    left = total - given
+    question = (
+        f"{name} buys {boxes} boxes of {plural}. Each box holds {per_box} {plural}. "
+        f"{name} gives {given} {plural} to a friend. How many {plural} does {name} have left?"
+    )
+    answer = (
+        f"{name} buys {boxes} * {per_box} = <<{boxes}*{per_box}={total}>>{total} {plural}.\n"
+        f"After giving some away, {name} has {total} - {given} = <<{total}-{given}={left}>>{left} "
+        f"{plural} left.\n#### {left}"
+    )
+    return {"question": question, "answer": answer}
+
+
+def _wage(rng: random.Random, name: str) -> dict:
+    rate, hours, days = rng.randint(8, 25), rng.randint(2, 8), rng.randint(2, 6)
+    daily = rate * hours
+    total = daily * days
+    question = (
+        f"{name} earns ${rate} an hour and works {hours} hours a day for {days} days. "
+        f"How much money does {name} earn in total?"
+    )
+    answer = (
+        f"Each day {name} earns {rate} * {hours} = $<<{rate}*{hours}={daily}>>{daily}.\n"
+        f"Over {days} days that is {daily} * {days} = $<<{daily}*{days}={total}>>{total}.\n"
+        f"#### {total}"
+    )
+    return {"question": question, "answer": answer}
+
+
+def _multilingual(rng: random.Random, index: int) -> dict:
+    a, b = rng.randint(3, 40), rng.randint(3, 40)
+    templates = [
+        (
+            f"小明有{a}个苹果，又买了{b}个。他现在一共有几个苹果？",
+            f"小明一共有 {a} + {b} = <<{a}+{b}={a + b}>>{a + b} 个苹果。\n#### {a + b}",
+        ),
+        (
+            f"Léa a {a} crayons et en reçoit {b} de plus. Combien de crayons a-t-elle ?",
+            f"Léa a {a} + {b} = <<{a}+{b}={a + b}>>{a + b} crayons.\n#### {a + b}",
+        ),
+        (
+            f"  Ein Zug fährt {a} km, dann noch {b} km weiter. Wie weit fährt er insgesamt? 🚆  ",
+            f"Er fährt {a} + {b} = <<{a}+{b}={a + b}>>{a + b} km.\n####  {a + b}  ",
+        ),
+    ]
+    question, answer = templates[index % len(templates)]
+    return {"question": question, "answer": answer}
+
+
+def demo_gsm8k(rng: random.Random) -> dict[str, list[dict]]:
+    records = []
+    for index in range(300):
+        name = _PEOPLE[index % len(_PEOPLE)]
+        if index % 25 == 7:
+            records.append(_multilingual(rng, index))
+        elif index % 2:
+            records.append(_wage(rng, name))
+        else:
+            records.append(_buy_and_give(rng, name))
+    return {"main": records}
+
+
+GSM8K_TRAIN = SourceSpec(
+    name="gsm8k_train",
+    hub_id="openai/gsm8k",
+    configs=("main",),
+    split="train",
+    output="gsm8k_train.jsonl",
+    format="jsonl",
+    clean=clean_gsm8k,
+    layout=HubLayout(),
+    demo=demo_gsm8k,
+    description="GSM8K grade-school math, final answers only (direct).",
+)
+
+SPECS = (GSM8K_TRAIN,)
