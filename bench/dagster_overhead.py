@@ -133,7 +133,7 @@ def write_sensor_files(cleaned_root: Path, count: int) -> None:
 
 def write_tokenizer(tokenizer_json: Path) -> None:
     """A small data_io-configured BPE, trained on text like the cleaned rows."""
-    from hrm_assets.tokenizer_train import train_tokenizer
+    from hrm_assets.tokenizer.train import train_tokenizer
 
     documents = [" ".join(cleaned_row(i).values()) for i in range(3_000)]
     Path(tokenizer_json).parent.mkdir(parents=True, exist_ok=True)

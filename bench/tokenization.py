@@ -8,7 +8,7 @@ MATH, SciBench, TheoremQA, DeepMind mathematics), resampled with seeded mutation
 does not repeat itself: numbers redrawn, words swapped for other words of the corpus (drawn by
 their frequency), now and then a passage of CJK, accented or emoji text, or a special-token
 string inside the text. Rows carry data_io's condition tags and are split over JSONL and Parquet
-cleaned files. A byte-level BPE tokenizer (``hrm_assets.tokenizer_train``, data_io's
+cleaned files. A byte-level BPE tokenizer (``hrm_assets.tokenizer.train``, data_io's
 configuration) is trained on the corpus's first 64 MB: 65,536 tokens are requested, and about
 50,000 come out at 64 MB (``min_frequency=2`` runs out of pairs in text made from ~12 MB of real
 rows); the figures give the actual size.
@@ -409,7 +409,7 @@ def train_benchmark_tokenizer(
 ) -> tuple[int, float, float]:
     """Train data_io's BPE on the first ``megabytes`` of ``rows``; returns (vocab size,
     seconds, megabytes trained on)."""
-    from hrm_assets.tokenizer_train import train_tokenizer, truncate_chars, vocab_size_of
+    from hrm_assets.tokenizer.train import train_tokenizer, truncate_chars, vocab_size_of
 
     documents, total = [], 0
     for row in rows:

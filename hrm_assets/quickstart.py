@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=10)
     args = parser.parse_args(argv)
     if args.vocab_size is None:
-        from hrm_assets.tokenizer_train import DEFAULT_VOCAB_SIZE
+        from hrm_assets.tokenizer.train import DEFAULT_VOCAB_SIZE
 
         args.vocab_size = DEFAULT_VOCAB_SIZE
     return run(args.data_root.absolute(), args.raw_root, args.vocab_size, args.epochs)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hrm_assets.tokenizer_train import train_tokenizer
+from hrm_assets.tokenizer.train import train_tokenizer
 
 # The Hugging Face Hub is unreachable here: make `datasets`/`huggingface_hub` fail fast.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -21,7 +21,7 @@ from tokenizers import AddedToken, Tokenizer
 
 from hrm_assets import _core
 from hrm_assets.framing import Framing
-from hrm_assets.tokenizer_train import SPECIAL_TOKENS, SPLIT_PATTERN, train_tokenizer
+from hrm_assets.tokenizer.train import SPECIAL_TOKENS, SPLIT_PATTERN, train_tokenizer
 
 VOCAB_SIZES = (300, 2048, 32768)
 

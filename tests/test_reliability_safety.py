@@ -38,7 +38,7 @@ from hrm_assets.tokenize import (
     tokenize_file,
     tokenize_tree,
 )
-from hrm_assets.tokenizer_train import train_tokenizer
+from hrm_assets.tokenizer.train import train_tokenizer
 
 
 @pytest.fixture

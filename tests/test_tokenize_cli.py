@@ -37,7 +37,7 @@ from hrm_assets.tokenize import (
     tokenize_tree,
     write_tokenizer_info,
 )
-from hrm_assets.tokenizer_train import train_tokenizer
+from hrm_assets.tokenizer.train import train_tokenizer
 
 DMMATH = Path("dmmath") / "mathematics_dataset-v1.0" / "train-easy" / "algebra__linear_1d.txt"
 SAFE_NAMES = [
