@@ -138,6 +138,16 @@ def read_span_columns(
     length (read those some other way). ``progress(folders)`` is called at most every 200 ms
     and once at the end."""
 
+def read_npy_header(
+    path: str | PathLike[str],
+) -> tuple[str, bool, tuple[int, ...], int] | None:
+    """``(descr, fortran_order, shape, data_offset)`` of the ``.npy`` file at ``path``, read from
+    its header alone, when that is a version 1.0 header of a 1-D integer array as
+    ``numpy.save`` or data_io's ``ndarray-npy`` write it (``descr`` as the header spells it, for
+    ``numpy.dtype``); None for any other header or a file shorter than its header (numpy's own
+    parser reads those). The data's length is not checked. ``OSError`` (with errno and
+    filename) if the file cannot be read."""
+
 def write_epoch_arrays(
     output_dir: str | PathLike[str],
     fields: list[tuple[str, object]],

@@ -9,15 +9,19 @@
 //! Both pad a 1-D header to 128 bytes whatever the length, so a writer can put a placeholder
 //! header first, stream the data, and patch the length in at the end without moving anything:
 //! arrays never have to fit in memory.
+//!
+//! The reader's side, [`parse_plain_header`], accepts exactly these two headers (any length,
+//! any integer type); anything else is for numpy's own parser.
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::concat::IntType;
 use crate::error::{IoContext, Result};
 
 const MAGIC: &[u8] = b"\x93NUMPY\x01\x00";
@@ -79,6 +83,73 @@ pub fn header(style: HeaderStyle, descr: &str, len: u64) -> [u8; HEADER_LEN] {
     out[start..start + dict.len()].copy_from_slice(dict.as_bytes());
     out[HEADER_LEN - 1] = b'\n';
     out
+}
+
+/// A plain `.npy` header: element type, length and where the data starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlainHeader {
+    /// The type string as the header spells it (`<u4`, `|u1`, `>i8`): always three ASCII bytes.
+    descr: [u8; 3],
+    pub element: IntType,
+    pub len: u64,
+    pub data_offset: usize,
+}
+
+impl PlainHeader {
+    /// The element type as the header spells it, for numpy's `dtype()`.
+    pub fn descr(&self) -> &str {
+        std::str::from_utf8(&self.descr).expect("IntType::parse accepts ASCII only")
+    }
+}
+
+/// Magic, version and the header's length: the bytes before the dictionary.
+const PREFIX_LEN: usize = MAGIC.len() + 2;
+
+/// The header at the start of `bytes` if it is a version 1.0 header of a 1-D integer array as
+/// `numpy.save` writes it, `{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }`, or as
+/// `ndarray-npy` does, the same without the `, ` before `}`; padded with spaces, then `\n`.
+/// `None` for any other header, or a cut one.
+pub fn parse_plain_header(bytes: &[u8]) -> Option<PlainHeader> {
+    let after_magic = bytes.strip_prefix(MAGIC)?;
+    let header_len = u16::from_le_bytes([*after_magic.first()?, *after_magic.get(1)?]);
+    let data_offset = PREFIX_LEN + usize::from(header_len);
+    let text = bytes.get(PREFIX_LEN..data_offset)?;
+    let text = text.strip_prefix(b"{'descr': '")?;
+    let quote = text.iter().position(|&byte| byte == b'\'')?;
+    let element = IntType::parse(std::str::from_utf8(&text[..quote]).ok()?).ok()?;
+    let descr = text[..quote].try_into().ok()?;
+    let text = text[quote..].strip_prefix(b"', 'fortran_order': False, 'shape': (")?;
+    let digits = text.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    let len = std::str::from_utf8(&text[..digits]).ok()?.parse().ok()?;
+    let text = text[digits..].strip_prefix(b",)")?;
+    let text = text
+        .strip_prefix(b", }")
+        .or_else(|| text.strip_prefix(b"}"))?;
+    let (newline, padding) = text.split_last()?;
+    (*newline == b'\n' && padding.iter().all(|&byte| byte == b' ')).then_some(PlainHeader {
+        descr,
+        element,
+        len,
+        data_offset,
+    })
+}
+
+/// [`parse_plain_header`] of the file at `path`, reading only its header. `None` when the
+/// header is not plain (or the file is shorter than it); an error if the file cannot be read.
+pub fn read_plain_header(path: &Path) -> Result<Option<PlainHeader>> {
+    let mut file = File::open(path).at(path)?;
+    let mut bytes = Vec::with_capacity(HEADER_LEN);
+    (&mut file)
+        .take(PREFIX_LEN as u64)
+        .read_to_end(&mut bytes)
+        .at(path)?;
+    if bytes.len() == PREFIX_LEN && bytes.starts_with(MAGIC) {
+        let header_len = u16::from_le_bytes([bytes[8], bytes[9]]);
+        file.take(u64::from(header_len))
+            .read_to_end(&mut bytes)
+            .at(path)?;
+    }
+    Ok(parse_plain_header(&bytes))
 }
 
 /// Streams a 1-D array to a `.npy` file with data_io's tokenizer header
@@ -273,6 +344,66 @@ mod tests {
                 assert_eq!(header(HeaderStyle::Numpy, descr, len)[127], b'\n');
             }
         }
+    }
+
+    #[test]
+    fn numpy_and_ndarray_npy_headers_are_parsed_and_others_refused() {
+        for style in [HeaderStyle::Numpy, HeaderStyle::NdarrayNpy] {
+            assert_eq!(
+                parse_plain_header(&header(style, "<u8", 12)),
+                Some(PlainHeader {
+                    descr: *b"<u8",
+                    element: IntType::parse("<u8").unwrap(),
+                    len: 12,
+                    data_offset: 128,
+                }),
+                "{style:?}"
+            );
+        }
+        let plain = header(HeaderStyle::Numpy, "<u8", 12);
+        // numpy 2.x's own bytes for np.save(f, np.zeros(3, ">i2")).
+        let mut numpy =
+            b"\x93NUMPY\x01\x00v\x00{'descr': '>i2', 'fortran_order': False, 'shape': (3,), }"
+                .to_vec();
+        numpy.resize(127, b' ');
+        numpy.push(b'\n');
+        let parsed = parse_plain_header(&numpy).unwrap();
+        assert_eq!(parsed.element, IntType::parse(">i2").unwrap());
+        assert_eq!(parsed.descr(), ">i2");
+        let swap = |from: &str, to: &str| {
+            let text = String::from_utf8_lossy(&plain).replace(from, to);
+            parse_plain_header(text.as_bytes()).is_none()
+        };
+        assert!(swap("False", "True"), "Fortran order");
+        assert!(swap("(12,)", "(3, 4)"), "two dimensions");
+        assert!(swap("(12,)", "()"), "a scalar");
+        assert!(swap("<u8", "<f8"), "floats");
+        assert!(swap(",), }", ",),}"), "another spelling");
+        let mut version_two = plain.to_vec();
+        version_two[6] = 2;
+        assert!(parse_plain_header(&version_two).is_none());
+        assert!(parse_plain_header(&plain[..100]).is_none(), "a cut header");
+        let mut unterminated = plain.to_vec();
+        unterminated[127] = b' ';
+        assert!(parse_plain_header(&unterminated).is_none());
+    }
+
+    #[test]
+    fn a_file_is_read_up_to_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.npy");
+        write_npy::<u32>(&path, &[1, 2, 3]).unwrap();
+        let read = read_plain_header(&path).unwrap().unwrap();
+        assert_eq!(
+            (read.descr(), read.len, read.data_offset),
+            ("<u4", 3, HEADER_LEN)
+        );
+        std::fs::write(&path, &header(HeaderStyle::Numpy, "<i8", 5)[..60]).unwrap();
+        assert_eq!(read_plain_header(&path).unwrap(), None, "a cut header");
+        std::fs::write(&path, b"\x93NU").unwrap();
+        assert_eq!(read_plain_header(&path).unwrap(), None, "a cut magic");
+        let missing = dir.path().join("missing.npy");
+        assert!(read_plain_header(&missing).is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The PyO3 face of the core: one class, `Encoder`. It converts types, releases the GIL around
 //! all heavy work and maps errors to Python exceptions:
-//! - a bad row -> `hrm_assets.rows.RowError` (a `ValueError` naming file, row and field), the
+//! - a bad row -> `hrm_assets.cleaning.rows.RowError` (a `ValueError` naming file, row and field), the
 //!   same exception the Python reader raises;
 //! - an unreadable file or a bad configuration -> `ValueError`;
 //! - IO failures -> `OSError` (`FileNotFoundError`, `PermissionError` where they apply).
@@ -20,6 +20,7 @@ use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_B
 use crate::epochs::{write_epochs, RowTable, TaskRows, FIELDS};
 use crate::error::Error;
 use crate::framing::FramingSpec;
+use crate::npy::read_plain_header;
 use crate::output::{
     tokenize_files, tokenize_to_folder, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT,
     METADATA_FILE, OWNER_MARKER,
@@ -37,7 +38,7 @@ fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
             problem,
         } => {
             let row_error = py
-                .import("hrm_assets.rows")
+                .import("hrm_assets.cleaning.rows")
                 .and_then(|module| module.getattr("RowError"))
                 .and_then(|class| class.call1((path.display().to_string(), row, field, problem)));
             match row_error {
@@ -534,6 +535,29 @@ fn read_span_columns<'py>(
     Ok(Some((columns, table.rows, table.first_inconsistent)))
 }
 
+/// The header of the `.npy` file at `path`: `(descr, fortran_order, shape, data_offset)`, when
+/// it is a plain 1-D integer header as `numpy.save` or `ndarray-npy` write them
+/// (`rust_tokenizer/src/npy.rs`); `None` for any other header, which numpy's own parser reads.
+/// Raises `OSError` (with errno and filename) if the file cannot be read.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn read_npy_header(
+    py: Python<'_>,
+    path: PathBuf,
+) -> PyResult<Option<(String, bool, (u64,), usize)>> {
+    let header = py
+        .detach(|| read_plain_header(&path))
+        .map_err(|err| to_py_err(py, err))?;
+    Ok(header.map(|header| {
+        (
+            header.descr().to_string(),
+            false,
+            (header.len,),
+            header.data_offset,
+        )
+    }))
+}
+
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Encoder>()?;
@@ -541,6 +565,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(philox_permutation, module)?)?;
     module.add_function(wrap_pyfunction!(write_epoch_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(read_span_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(read_npy_header, module)?)?;
     module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
     module.add("OWNER_MARKER", OWNER_MARKER)?;
     module.add("METADATA_FILE", METADATA_FILE)?;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use crate::concat::{cast, IntType};
 use crate::epochs::FIELDS;
+use crate::npy::parse_plain_header;
 
 /// The rows of every task, field by field, and where they fail data_io's consistency rules.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,46 +25,10 @@ pub struct SpanTable {
     pub first_inconsistent: Option<usize>,
 }
 
-/// A plain `.npy` header: element type, length and where the data starts.
-#[derive(Debug, PartialEq, Eq)]
-struct PlainHeader {
-    element: IntType,
-    len: u64,
-    data_offset: usize,
-}
-
-const MAGIC_V1: &[u8] = b"\x93NUMPY\x01\x00";
-
-/// The header `numpy.save` writes for a 1-D integer array,
-/// `{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }`, or `ndarray-npy`'s, the same
-/// without the `, ` before `}`; padded with spaces, then `\n`.
-fn plain_header(bytes: &[u8]) -> Option<PlainHeader> {
-    let after_magic = bytes.strip_prefix(MAGIC_V1)?;
-    let header_len = u16::from_le_bytes([*after_magic.first()?, *after_magic.get(1)?]);
-    let data_offset = MAGIC_V1.len() + 2 + usize::from(header_len);
-    let text = bytes.get(MAGIC_V1.len() + 2..data_offset)?;
-    let text = text.strip_prefix(b"{'descr': '")?;
-    let quote = text.iter().position(|&byte| byte == b'\'')?;
-    let element = IntType::parse(std::str::from_utf8(&text[..quote]).ok()?).ok()?;
-    let text = text[quote..].strip_prefix(b"', 'fortran_order': False, 'shape': (")?;
-    let digits = text.iter().take_while(|byte| byte.is_ascii_digit()).count();
-    let len = std::str::from_utf8(&text[..digits]).ok()?.parse().ok()?;
-    let text = text[digits..].strip_prefix(b",)")?;
-    let text = text
-        .strip_prefix(b", }")
-        .or_else(|| text.strip_prefix(b"}"))?;
-    let (newline, padding) = text.split_last()?;
-    (*newline == b'\n' && padding.iter().all(|&byte| byte == b' ')).then_some(PlainHeader {
-        element,
-        len,
-        data_offset,
-    })
-}
-
 /// The array's values as int64 appended to `column`, or `None` if it is not a plain array
 /// (or shorter than its header says). `scratch` holds the values' bytes on the way.
 fn append_array(bytes: &[u8], column: &mut Vec<i64>, scratch: &mut Vec<u8>) -> Option<u64> {
-    let header = plain_header(bytes)?;
+    let header = parse_plain_header(bytes)?;
     let count = usize::try_from(header.len).ok()?;
     let size = count.checked_mul(header.element.size)?;
     let data = bytes.get(header.data_offset..header.data_offset.checked_add(size)?)?;
@@ -164,48 +129,6 @@ mod tests {
 
     fn read(folders: &[PathBuf], counts: &[u64]) -> Option<SpanTable> {
         read_span_table(folders, &FIELD_NAMES, counts, &mut |_| true)
-    }
-
-    #[test]
-    fn numpy_and_ndarray_npy_headers_are_parsed_and_others_refused() {
-        for style in [HeaderStyle::Numpy, HeaderStyle::NdarrayNpy] {
-            assert_eq!(
-                plain_header(&header(style, "<u8", 12)),
-                Some(PlainHeader {
-                    element: IntType::parse("<u8").unwrap(),
-                    len: 12,
-                    data_offset: 128,
-                }),
-                "{style:?}"
-            );
-        }
-        let plain = header(HeaderStyle::Numpy, "<u8", 12);
-        // numpy 2.x's own bytes for np.save(f, np.zeros(3, ">i2")).
-        let mut numpy =
-            b"\x93NUMPY\x01\x00v\x00{'descr': '>i2', 'fortran_order': False, 'shape': (3,), }"
-                .to_vec();
-        numpy.resize(127, b' ');
-        numpy.push(b'\n');
-        assert_eq!(
-            plain_header(&numpy).unwrap().element,
-            IntType::parse(">i2").unwrap()
-        );
-        let swap = |from: &str, to: &str| {
-            let text = String::from_utf8_lossy(&plain).replace(from, to);
-            plain_header(text.as_bytes()).is_none()
-        };
-        assert!(swap("False", "True"), "Fortran order");
-        assert!(swap("(12,)", "(3, 4)"), "two dimensions");
-        assert!(swap("(12,)", "()"), "a scalar");
-        assert!(swap("<u8", "<f8"), "floats");
-        assert!(swap(",), }", ",),}"), "another spelling");
-        let mut version_two = plain.to_vec();
-        version_two[6] = 2;
-        assert!(plain_header(&version_two).is_none());
-        assert!(plain_header(&plain[..100]).is_none(), "a cut header");
-        let mut unterminated = plain.to_vec();
-        unterminated[127] = b' ';
-        assert!(plain_header(&unterminated).is_none());
     }
 
     #[test]
