@@ -11,8 +11,8 @@ mathematics modules (``dmmath/train-easy__algebra__linear_1d.parquet``), SYNTH s
 single-file sources (``gsm8k_train.jsonl``, ``numinamath.jsonl``, ...). The bench writes that
 shape: at file scale 1, 2,176 files named by the sources' own route functions (so each is a
 partition of its ``tokenized/<source>``, which the bench checks with
-``hrm_assets.partitioning``), with heavy-tailed sizes (FLAN tasks log-normal from 3 rows to
-tens of thousands, a few large SYNTH and single-file sources). Rows are real rows of
+``hrm_assets.tokenization.partitioning``), with heavy-tailed sizes (FLAN tasks log-normal from 3
+rows to tens of thousands, a few large SYNTH and single-file sources). Rows are real rows of
 ``../shared/real_raw`` (GSM8K, MATH, TheoremQA, SciBench, DeepMind mathematics), mutated as in
 ``bench/tokenization.py`` so that no two copies repeat, with each source's condition tags; the
 corpus is a function of the seed.
@@ -31,8 +31,8 @@ commands, which covers their step subprocesses):
    ``BackfillPolicy.single_run()`` (issue 14, item 1); without it Dagster refuses the command
    and the figure is reported as not available, with the refusal;
 3. the no-op rebuild (the same commands again) against the skip checks alone
-   (``hrm_assets.tokenize.tokenize_tree`` on the CLI's output, nothing to do), and the CLI's own
-   no-op run;
+   (``hrm_assets.tokenization.tokenize.tokenize_tree`` on the CLI's output, nothing to do), and the
+   CLI's own no-op run;
 4. a no-op ``dagster asset materialize --select 'key:"cleaned/*"'`` on the demo raw corpus (its
    own data root, since cleaning a source replaces that source's files), after a first build,
    against the same no-op under the in-process executor;
@@ -351,10 +351,11 @@ def write_corpus(
 def routing_problems(cleaned_root: Path, planned: list[PlannedFile]) -> list[str]:
     """Files that would not become partitions of their own ``tokenized/<source>``: the
     cleaned tree scanned as the sensor scans it, each source's files as
-    ``hrm_assets.partitioning.files_of_source`` finds them. Empty when every file routes."""
+    ``hrm_assets.tokenization.partitioning.files_of_source`` finds them. Empty when every file
+    routes."""
     from hrm_assets.cleaning.sources import SOURCES
     from hrm_assets.common.layout import scan_cleaned_files
-    from hrm_assets.partitioning import files_of_source
+    from hrm_assets.tokenization.partitioning import files_of_source
 
     scanned = scan_cleaned_files(cleaned_root)
     owners: dict[str, list[str]] = {}
@@ -436,7 +437,7 @@ def console_script(name: str, module: str) -> list[str]:
 
 def tokenize_command(cleaned_root: Path, out: Path, tokenizer: Path) -> list[str]:
     return [
-        *console_script("hrm-tokenize", "hrm_assets.tokenize"),
+        *console_script("hrm-tokenize", "hrm_assets.tokenization.tokenize"),
         str(cleaned_root),
         "-o",
         str(out),
@@ -504,7 +505,7 @@ def _quiet_dagster() -> None:
 
 def skip_checks_child(cleaned_root: str, out: str, tokenizer: str) -> dict:
     """``tokenize_tree`` over a tree that is already current: the skip checks alone."""
-    from hrm_assets.tokenize import tokenize_tree
+    from hrm_assets.tokenization.tokenize import tokenize_tree
 
     def work() -> dict:
         report = tokenize_tree([Path(cleaned_root)], Path(out), tokenizer, progress=False)

@@ -13,7 +13,8 @@ SQLite ``DAGSTER_HOME`` gets the N files registered as dynamic partitions of
 3. the asset's body is invoked directly for the same S, outside any run (``asset body``; it
    evaluates the asset's two blocking checks in the same step), and the checks' evaluation alone
    (``checks``, part of the asset body);
-4. :func:`hrm_assets.tokenize.tokenize_file` alone, with the tokenizer loaded once, for the
+4. :func:`hrm_assets.tokenization.tokenize.tokenize_file` alone, with the tokenizer loaded once, for
+the
    same S (``skip check``: the work a no-op partition cannot avoid).
 
 What a run costs beyond the asset body is Dagster's share: run and step records, events and
@@ -189,7 +190,7 @@ def rebuild_child(partitions: int, sample: int) -> dict:
     from hrm_assets.defs.tokenized.assets import TokenizeConfig
     from hrm_assets.defs.tokenized.checks import tokenized_check_results
     from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-    from hrm_assets.tokenize import TokenizerSetup, tokenize_file
+    from hrm_assets.tokenization.tokenize import TokenizerSetup, tokenize_file
 
     data_paths = DataPaths.from_environment()
     instance = dg.DagsterInstance.get()

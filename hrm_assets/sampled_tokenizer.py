@@ -27,7 +27,7 @@ from typing import Any
 
 from hrm_assets import _core
 from hrm_assets.common.hashing import file_sha256
-from hrm_assets.tokenize import resolve_tokenizer_json
+from hrm_assets.tokenization.tokenize import resolve_tokenizer_json
 
 TOKENIZER_DIR = "tokenizer"
 TOKENIZER_JSON = "tokenizer.json"

@@ -121,7 +121,7 @@ from hrm_assets.span_table import (
     segment_sums,
     span_layout_problem,
 )
-from hrm_assets.tokenized_snapshot import SnapshotError, TokenizedSnapshot, tokenized_snapshot
+from hrm_assets.tokenization.snapshot import SnapshotError, TokenizedSnapshot, tokenized_snapshot
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
 TOKENS_FILE = "tokens.npy"
@@ -817,7 +817,7 @@ def sample_tokenized(
     sibling (with its ``manifest.json``) and renamed into place, replacing the previous output
     only on success (a bad input removes the sibling); a lock file ``.<name>.lock`` beside it
     keeps concurrent runs apart, and its holder removes staged copies that killed runs left.
-    The tokenized root is read as one snapshot (:mod:`hrm_assets.tokenized_snapshot`): shared
+    The tokenized root is read as one snapshot (:mod:`hrm_assets.tokenization.snapshot`): shared
     locks keep tokenizers from rewriting its folders until the last read, and the run waits
     for a tokenizer writing one. ``progress`` shows tqdm bars on stderr; ``warn`` receives each
     warning as it happens (they are also in ``SamplingResult.warnings``); ``log`` other news
@@ -850,7 +850,7 @@ def sample_tokenized(
 
 @contextlib.contextmanager
 def _held_still(tokenized_path: Path, log: Warn | None) -> Iterator[TokenizedSnapshot]:
-    """:func:`hrm_assets.tokenized_snapshot.tokenized_snapshot` of the tokenized root, its
+    """:func:`hrm_assets.tokenization.snapshot.tokenized_snapshot` of the tokenized root, its
     errors as :class:`SamplingError`; ``log`` hears of each wait for a tokenizer."""
 
     def waiting(path: Path) -> None:

@@ -37,10 +37,10 @@ from hrm_assets.datacard import (
     write_data_card,
 )
 from hrm_assets.datacard.task_sources import sources_of_tasks
-from hrm_assets.partitioning import relative_paths_for
 from hrm_assets.prefix_config import load_prefix_rules
 from hrm_assets.sampled_output import unproven_paths
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.tokenization.partitioning import relative_paths_for
 
 SETTINGS = dict(epochs=3, context_size=60, seed=5)
 

@@ -25,8 +25,8 @@ from hrm_assets.common.layout import scan_cleaned_tree
 from hrm_assets.common.npy_files import load_integers_quickly, npy_layout_quickly
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
-from hrm_assets.partitioning import files_of_source, partition_file
 from hrm_assets.sampling import SPAN_FIELDS, make_config, sample_tokenized, task_directories
+from hrm_assets.tokenization.partitioning import files_of_source, partition_file
 from hrm_assets.validation import check_tokenized_folder
 
 GOLDEN = Path(__file__).parent / "golden" / "tokenized"
@@ -79,7 +79,7 @@ def stage_inputs(tmp_path: Path) -> Path:
 
 def run_hrm_tokenize(stage: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "hrm_assets.tokenize", *args, "--no-progress"],
+        [sys.executable, "-m", "hrm_assets.tokenization", *args, "--no-progress"],
         cwd=stage,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,

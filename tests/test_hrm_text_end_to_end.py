@@ -33,7 +33,7 @@ from hrm_assets import sample
 from hrm_assets.common.manifest import read_manifest, verify_folder
 from hrm_assets.sampled_tokenizer import SPECIAL_TOKENS_MAP, TOKENIZER_CONFIG, TOKENIZER_DIR
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
-from hrm_assets.tokenize import TokenizerSetup, tokenize_tree
+from hrm_assets.tokenization.tokenize import TokenizerSetup, tokenize_tree
 from hrm_assets.tokenizer.train import train_tokenizer
 
 SPAN_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")

@@ -6,7 +6,7 @@ import pytest
 
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import LayoutError, safe_name, scan_cleaned_files
-from hrm_assets.partitioning import (
+from hrm_assets.tokenization.partitioning import (
     files_by_source,
     files_of_source,
     partition_changes,

@@ -76,11 +76,11 @@ def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
         write_jsonl(cleaned / f"part{index:02d}.jsonl", rows[start:end])
 
     def command(out: Path) -> list[str]:
-        return [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(out),
+        return [sys.executable, "-m", "hrm_assets.tokenization", str(cleaned), "-o", str(out),
                 "-t", str(small_tokenizer_path), "--threads", "1", "--no-progress"]  # fmt: skip
 
     reference = tmp_path / "reference"
-    startup = startup_seconds("hrm_assets.tokenize")
+    startup = startup_seconds("hrm_assets.tokenization.tokenize")
     elapsed = timed_run(command(reference))
     expected = tree_bytes(reference)
     expected_folders = {p.name: tree_bytes(p) for p in visible(reference) if p.is_dir()}

@@ -30,7 +30,7 @@ from hrm_assets import sample
 from hrm_assets.analytics import render_report, summary_figures, task_records
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.sampling import make_config, sample_tokenized
-from hrm_assets.tokenize import main as tokenize_main
+from hrm_assets.tokenization.tokenize import main as tokenize_main
 
 
 def run_tokenize(capsys, *args) -> tuple[int, str]:
@@ -256,7 +256,7 @@ def test_bad_tokenizer_exits_1_as_a_command(tmp_path):
     write_jsonl(cleaned / "x.jsonl", [good_row(0)])
     plain = tokenizer_without_framing(tmp_path / "plain.json")
     result = subprocess.run(
-        [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(tmp_path / "o"),
+        [sys.executable, "-m", "hrm_assets.tokenization", str(cleaned), "-o", str(tmp_path / "o"),
          "-t", str(plain), "--no-progress"],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
     )  # fmt: skip

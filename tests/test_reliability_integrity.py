@@ -27,7 +27,7 @@ from hrm_assets.common.manifest import (
     verify_folder,
 )
 from hrm_assets.sampling import make_config, sample_tokenized
-from hrm_assets.tokenize import ARRAY_FILES, tokenize_file, tokenize_tree
+from hrm_assets.tokenization.tokenize import ARRAY_FILES, tokenize_file, tokenize_tree
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_tokenized_manifest_same_across_runs_threads_batches_and_processes(
     for threads in ("1", "2"):
         out = tmp_path / f"cli-{threads}"
         subprocess.run(
-            [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(out),
+            [sys.executable, "-m", "hrm_assets.tokenization", str(cleaned), "-o", str(out),
              "-t", str(small_tokenizer_path), "--threads", threads, "--no-progress"],
             check=True, cwd=REPO_ROOT, capture_output=True, timeout=300,
         )  # fmt: skip

@@ -23,7 +23,7 @@ from hrm_assets.common.atomic import (
     remove_stale_temporaries,
 )
 from hrm_assets.common.layout import scan_cleaned_files
-from hrm_assets.tokenize import (
+from hrm_assets.tokenization.tokenize import (
     ForeignOutputError,
     TokenizeFailure,
     TokenizeOutcome,
@@ -47,7 +47,7 @@ def cleaned(tmp_path) -> Path:
 def run_tokenize(*args) -> subprocess.CompletedProcess:
     """hrm-tokenize as its own process, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "hrm_assets.tokenize", *map(str, args), "--no-progress"],
+        [sys.executable, "-m", "hrm_assets.tokenization", *map(str, args), "--no-progress"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -11,7 +11,7 @@ import pytest
 
 from hrm_assets.cleaning.rows import Row, RowError, iter_cleaned_rows
 from hrm_assets.common.layout import CleanedFile
-from hrm_assets.tokenize import tokenize_file
+from hrm_assets.tokenization.tokenize import tokenize_file
 
 ROW = json.dumps({"condition": "", "instruction": "q", "response": "a"})
 LONE = '{"condition": "", "instruction": "x \\ud800 y", "response": "a"}'

@@ -30,7 +30,7 @@ from hrm_assets.common.atomic import (
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.manifest import MANIFEST_FILE, verify_folder
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
-from hrm_assets.tokenize import (
+from hrm_assets.tokenization.tokenize import (
     OWNER_MARKER,
     prune_orphans,
     read_metadata,
@@ -121,7 +121,7 @@ TOKENIZE_ONE = """
 import json, sys
 from pathlib import Path
 from hrm_assets.common.layout import scan_cleaned_files
-from hrm_assets.tokenize import tokenize_file
+from hrm_assets.tokenization.tokenize import tokenize_file
 cleaned, out, tokenizer, name = sys.argv[1:]
 item = next(f for f in scan_cleaned_files(Path(cleaned)) if f.safe_name == name)
 outcome = tokenize_file(item, Path(out), tokenizer, threads=1)

@@ -29,7 +29,7 @@ from hrm_assets.common.manifest import MANIFEST_FILE, manifest_bytes, verify_fol
 from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
 from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
-from hrm_assets.tokenized_snapshot import (
+from hrm_assets.tokenization.snapshot import (
     SnapshotError,
     TokenizedSnapshot,
     identity,
@@ -72,7 +72,7 @@ def test_outputs_follow_the_umask_like_ordinary_writes(
     write_jsonl(tmp_path / "cleaned" / "gsm8k_train.jsonl", gsm8k_rows(real_raw, "train", 40))
     tokenized, sampled = tmp_path / "tokenized", tmp_path / "sampled"
     tokenize = _run_with_umask(
-        umask, sys.executable, "-m", "hrm_assets.tokenize", str(tmp_path / "cleaned"),
+        umask, sys.executable, "-m", "hrm_assets.tokenization", str(tmp_path / "cleaned"),
         "-o", str(tokenized), "--tokenizer-path", str(small_tokenizer_path),
     )  # fmt: skip
     assert tokenize.returncode == 0, tokenize.stderr
@@ -437,7 +437,7 @@ def _tree(root: Path) -> dict[str, bytes | str]:
 RETOKENIZER = """
 import os, sys
 from pathlib import Path
-from hrm_assets.tokenize import tokenize_tree
+from hrm_assets.tokenization.tokenize import tokenize_tree
 versions, cleaned, tokenized, tokenizer, rounds_file, stop_file = map(Path, sys.argv[1:7])
 for round_ in range(1, 10_000):
     if stop_file.exists():
@@ -492,7 +492,7 @@ def _write_versions(versions: Path, real_raw: Path) -> None:
 
 def _expected_manifests(tmp_path: Path, versions: Path, tokenizer: Path, rules: Path) -> set:
     """The sampled manifest of every combination of one version of each file."""
-    from hrm_assets.tokenize import tokenize_tree
+    from hrm_assets.tokenization.tokenize import tokenize_tree
 
     manifests = set()
     for a in (0, 1):

@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 
 from hrm_assets import _core
 from hrm_assets.cleaning.rows import RowError
-from hrm_assets.framing import DEFAULT_CONDITIONS, Framing, split_condition
+from hrm_assets.tokenization.framing import DEFAULT_CONDITIONS, Framing, split_condition
 
 ARRAYS = ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")
 

@@ -17,7 +17,7 @@ from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.inputs import DATA_VERSION_TAG
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
-from hrm_assets.tokenize import OWNER_MARKER
+from hrm_assets.tokenization.tokenize import OWNER_MARKER
 
 FILES = 2_500
 

@@ -22,7 +22,7 @@ from hrm_assets.defs.cleaned.checks import ROWS_VALID
 from hrm_assets.defs.common import executor
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.demo import write_demo_corpus
-from hrm_assets.partitioning import files_of_source
+from hrm_assets.tokenization.partitioning import files_of_source
 
 HEAVY_MODULES = (
     "datasets",

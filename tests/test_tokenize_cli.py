@@ -1,4 +1,4 @@
-"""data_io's tokenizer command (`python -m hrm_assets.tokenize`) and the functions behind it:
+"""data_io's tokenizer command (`python -m hrm_assets.tokenization`) and the functions behind it:
 layout, tokenizer_info.json bytes, incremental skipping by content, pruning, error reporting."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from test_rust_tokenizer import (
 
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import scan_cleaned_files, scan_cleaned_tree
-from hrm_assets.framing import Framing
-from hrm_assets.tokenize import (
+from hrm_assets.tokenization.framing import Framing
+from hrm_assets.tokenization.tokenize import (
     CODE_VERSION,
     OWNER_MARKER,
     TokenizerSetup,
@@ -272,7 +272,7 @@ def test_bad_row_fails_its_file_and_exits_nonzero(cleaned, tmp_path, small_token
         ],
     )
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(out)]
+    command = [sys.executable, "-m", "hrm_assets.tokenization", str(cleaned), "-o", str(out)]
     result = subprocess.run(
         [*command, "--tokenizer-path", str(small_tokenizer_path)],
         capture_output=True,
@@ -335,7 +335,7 @@ def test_bad_framing_exits_before_writing(
 
 def test_missing_tokenizer_is_a_clear_error(cleaned, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "hrm_assets.tokenize", str(cleaned), "-o", str(tmp_path / "o"),
+        [sys.executable, "-m", "hrm_assets.tokenization", str(cleaned), "-o", str(tmp_path / "o"),
          "--tokenizer-path", "Qwen/Qwen3-Next-80B-A3B-Instruct"],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
     )  # fmt: skip
@@ -369,7 +369,7 @@ def test_threads_option_and_console_script(capsys, cleaned, tmp_path, small_toke
         == 2
     )
     scripts = importlib.metadata.entry_points(group="console_scripts")
-    assert scripts["hrm-tokenize"].value == "hrm_assets.tokenize:main"
+    assert scripts["hrm-tokenize"].value == "hrm_assets.tokenization.tokenize:main"
 
 
 def test_python_api_for_dagster(cleaned, tmp_path, small_tokenizer_path):

@@ -197,7 +197,7 @@ def test_files_written_by_the_cli_are_recorded_as_skipped(
     small_tokenizer_path,
 ):
     subprocess.run(
-        [sys.executable, "-m", "hrm_assets.tokenize", str(data_paths.cleaned_root), "-o",
+        [sys.executable, "-m", "hrm_assets.tokenization", str(data_paths.cleaned_root), "-o",
          str(data_paths.tokenized_root), "-t", str(small_tokenizer_path), "--no-progress"],
         check=True, capture_output=True,
     )  # fmt: skip

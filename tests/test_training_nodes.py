@@ -41,7 +41,7 @@ from hrm_assets.defs.sampled.inputs import (
 from hrm_assets.defs.sampled.sensors import SENSOR_NAME, build_sampled_epochs_sensor, run_key
 from hrm_assets.defs.tokenized.assets import TOKENIZED_ASSETS
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.tokenize import tokenize_tree
+from hrm_assets.tokenization.tokenize import tokenize_tree
 from hrm_assets.training_nodes import (
     TRAINING_NODES_ENV,
     TrainingNode,

@@ -44,7 +44,7 @@ from hrm_assets.cleaning.sources import SOURCES, SkippedRow, SkipRecord, SourceS
 from hrm_assets.common import settings
 from hrm_assets.common.atomic import atomic_file, exclusive_lock
 from hrm_assets.common.hashing import file_sha256, value_sha256
-from hrm_assets.framing import split_condition
+from hrm_assets.tokenization.framing import split_condition
 
 DEFAULT_BATCH_SIZE = 8192
 MAX_SKIP_EXAMPLES = 5

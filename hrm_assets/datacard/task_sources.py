@@ -7,8 +7,8 @@ folder; the first such source in registry order if several could have. Tasks of 
 source writes (a hand-made cleaned file) have no source.
 
 Equivalent to trying every spelling of the name with ``/`` for ``__``
-(``hrm_assets.partitioning.relative_paths_for``) against every source, without building the
-spellings: a name with many ``__`` has exponentially many.
+(``hrm_assets.tokenization.partitioning.relative_paths_for``) against every source, without building
+the spellings: a name with many ``__`` has exponentially many.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from hrm_assets.sampling import (
     load_tokenizer_info,
     task_directories,
 )
-from hrm_assets.tokenized_snapshot import SnapshotError, tokenized_snapshot
+from hrm_assets.tokenization.snapshot import SnapshotError, tokenized_snapshot
 
 SAMPLED_METADATA_FILE = "metadata.json"
 EPOCH_DIR = re.compile(r"epoch_(\d+)")
@@ -442,7 +442,7 @@ def held_rows(
     (``tokenized_dir``), held still while the block reads them.
 
     A tokenized root is held as the sampler holds it (shared locks on every task folder,
-    :mod:`hrm_assets.tokenized_snapshot`), so a tokenizer waits. A sampled folder is replaced
+    :mod:`hrm_assets.tokenization.snapshot`), so a tokenizer waits. A sampled folder is replaced
     by the sampler as a whole by a rename: :meth:`HeldRows.confirm` compares its
     ``manifest.json`` with what it was before reading, and a folder replaced meanwhile (spans
     of one version, tokens of another) is a :class:`RowSourceError` telling to export again.

@@ -14,7 +14,7 @@ from hrm_assets.defs.common.keys import CLEANED_PREFIX, cleaned_key, raw_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import sync_partitions
-from hrm_assets.partitioning import files_of_source
+from hrm_assets.tokenization.partitioning import files_of_source
 
 BUILD_RECORDS = ".hrm-build"  # hidden: the cleaned-file scan ignores it
 

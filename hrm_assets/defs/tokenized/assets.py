@@ -37,9 +37,9 @@ from hrm_assets.defs.tokenized.records import (
     recorded_data_versions,
     version_tags,
 )
-from hrm_assets.framing import Framing
-from hrm_assets.partitioning import partition_file
-from hrm_assets.tokenize import (
+from hrm_assets.tokenization.framing import Framing
+from hrm_assets.tokenization.partitioning import partition_file
+from hrm_assets.tokenization.tokenize import (
     TokenizeFailure,
     TokenizeOutcome,
     TokenizerSetup,

@@ -16,7 +16,7 @@ from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.manifest import VerifyReport, verify_folder
 from hrm_assets.defs.common.keys import tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.tokenize import TOKENIZER_INFO_FILE
+from hrm_assets.tokenization.tokenize import TOKENIZER_INFO_FILE
 from hrm_assets.validation import check_tokenized_folder
 
 ARRAYS_CONSISTENT = "arrays_consistent"

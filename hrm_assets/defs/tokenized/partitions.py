@@ -6,8 +6,8 @@ import dagster as dg
 
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.layout import CleanedFile
-from hrm_assets.partitioning import files_of_source, partition_changes
-from hrm_assets.tokenize import remove_owned_output
+from hrm_assets.tokenization.partitioning import files_of_source, partition_changes
+from hrm_assets.tokenization.tokenize import remove_owned_output
 
 TOKENIZED_PARTITIONS: dict[str, dg.DynamicPartitionsDefinition] = {
     name: dg.DynamicPartitionsDefinition(name=f"tokenized_{name}") for name in SOURCES

@@ -32,7 +32,7 @@ from dagster._core.definitions.data_version import (
 from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent, DagsterEventType
 
 from hrm_assets.instance_storage import PooledSqliteEventLogStorage
-from hrm_assets.tokenize import TokenizeOutcome
+from hrm_assets.tokenization.tokenize import TokenizeOutcome
 
 _NULL_EVENT_POINTER = "NULL"
 

@@ -6,8 +6,8 @@ from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedScan, scan_cleaned_tree
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS, partition_requests
-from hrm_assets.partitioning import files_by_source
-from hrm_assets.tokenize import remove_owned_output
+from hrm_assets.tokenization.partitioning import files_by_source
+from hrm_assets.tokenization.tokenize import remove_owned_output
 
 
 @dg.sensor(

@@ -1,7 +1,7 @@
 """Tokenized folders (CONTRACTS.md section 2): the Python face of the Rust encoder, and
 data_io's tokenizer command.
 
-    python -m hrm_assets.tokenize DIR... -o OUT --tokenizer-path PATH
+    python -m hrm_assets.tokenization DIR... -o OUT --tokenizer-path PATH
         [--boq T] [--eoq T] [--eoa T] [--conditions k=v,...] [--threads N]
 
 Every cleaned file under the DIRs becomes ``OUT/<safe name>/`` (arrays, ``metadata.json`` and
@@ -65,7 +65,7 @@ from hrm_assets.common.atomic import (
 from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
 from hrm_assets.common.manifest import read_manifest, sizes_match
-from hrm_assets.framing import (
+from hrm_assets.tokenization.framing import (
     DEFAULT_BOQ,
     DEFAULT_EOA,
     DEFAULT_EOQ,

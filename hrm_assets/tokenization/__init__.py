@@ -1,0 +1,12 @@
+"""Stage 3, tokenization: cleaned files -> tokenized folders of ``.npy`` arrays (CONTRACTS.md 2).
+
+- :mod:`~hrm_assets.tokenization.tokenize`: the Python face of the Rust encoder
+  (``hrm_assets._core``), data versions, ownership of output folders, and data_io's tokenizer
+  command (``hrm-tokenize``, ``python -m hrm_assets.tokenization``).
+- :mod:`~hrm_assets.tokenization.framing`: the special tokens around instruction and response.
+- :mod:`~hrm_assets.tokenization.partitioning`: which cleaned files (partitions) a source has.
+- :mod:`~hrm_assets.tokenization.snapshot`: one consistent version of a tokenized root, held
+  while a reader (the sampler, an export) reads it.
+
+Dagster wiring: ``hrm_assets.defs.tokenized``. Rust core: ``rust_tokenizer/src/tokenize/``.
+"""

@@ -1,0 +1,7 @@
+"""``python -m hrm_assets.tokenization INPUT... -o OUT --tokenizer-path ...`` (``hrm-tokenize``)."""
+
+import sys
+
+from hrm_assets.tokenization.tokenize import main
+
+sys.exit(main())
