@@ -190,8 +190,9 @@ def sampling_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     section = (
         "`bench/sampling.py`: a synthetic tokenized root (200 task folders: capped and uncapped "
         "FLAN-like tasks, an upsampled family, a drop-mode family, over-long rows and too-short "
-        "responses), sampled 10 epochs deep by our `hrm_assets.sampling.sample_tokenized`, by "
-        "data_io's `sample_tokenized.py` algorithm restated in the bench file, and by the copy "
+        "responses), sampled 10 epochs deep by our "
+        "`hrm_assets.sampling.sampler.sample_tokenized`, by data_io's `sample_tokenized.py` "
+        "algorithm restated in the bench file, and by the copy "
         "bound (the same token bytes cast into one `.npy` plus the epochs' index arrays, with "
         "the same fsyncs, nothing else). Each method ran "
         f"{result.repeats} time(s) per size in fresh processes, interleaved; the figure is its "

@@ -6,7 +6,7 @@ the tokenizer writes them: FLAN-like capped and uncapped tasks, an upsampled tas
 ``drop``-mode family, rows too long for the context and responses too short to keep), then
 samples it ten epochs deep, each run in a fresh process (:mod:`bench.measure`):
 
-- ``ours``: :func:`hrm_assets.sampling.sample_tokenized`;
+- ``ours``: :func:`hrm_assets.sampling.sampler.sample_tokenized`;
 - ``data_io``: data_io's ``sample_tokenized.py`` algorithm, restated below (statistics computed,
   report not printed). Both must write the same bytes; the figures say whether they did;
 - ``copy bound``: only moving the same bytes: every task's tokens cast into one ``.npy`` of the
@@ -48,8 +48,8 @@ import yaml
 
 from bench.measure import measured, run_child
 from hrm_assets.common.npy_files import npy_layout
-from hrm_assets.prefix_config import load_prefix_rules, rule_for
-from hrm_assets.sampling import (
+from hrm_assets.sampling.prefix_config import load_prefix_rules, rule_for
+from hrm_assets.sampling.sampler import (
     filter_rows,
     load_spans,
     load_tokenizer_info,

@@ -98,7 +98,7 @@ def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) ->
     import dagster as dg
 
     from hrm_assets.definitions import defs
-    from hrm_assets.training_nodes import load_training_nodes
+    from hrm_assets.sampling.training_nodes import load_training_nodes
 
     started = time.monotonic()
     if not materialize_graph(defs, dg.DagsterInstance.get(), vocab_size, epochs):

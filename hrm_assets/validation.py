@@ -93,11 +93,11 @@ def _check_spans(report: CheckReport, label: str, spans: dict, token_count: int)
 
 
 def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
-    """Spans laid out as the tokenizer writes them (:func:`hrm_assets.span_table.
+    """Spans laid out as the tokenizer writes them (:func:`hrm_assets.sampling.span_table.
     span_layout_problem`), ids below the vocabulary, row count as recorded, dtypes."""
     import numpy as np
 
-    from hrm_assets.span_table import span_layout_problem
+    from hrm_assets.sampling.span_table import span_layout_problem
 
     folder = Path(folder)
     report = CheckReport()

@@ -27,7 +27,7 @@ from bench.report import (
     with_kept_sections,
 )
 from hrm_assets.cleaning.rows import iter_cleaned_rows
-from hrm_assets.sampling import make_config, sample_tokenized
+from hrm_assets.sampling.sampler import make_config, sample_tokenized
 
 TINY = runner.plan(runner.SIZES["tiny"])
 GIB = 2**30

@@ -46,7 +46,7 @@ from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, FINGERPRINT_TAG
 from hrm_assets.defs.sampled.sensors import SENSOR_NAME, build_sampled_epochs_sensor
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.demo import write_demo_corpus
-from hrm_assets.training_nodes import TRAINING_NODES_ENV, load_training_nodes
+from hrm_assets.sampling.training_nodes import TRAINING_NODES_ENV, load_training_nodes
 
 pytestmark = pytest.mark.slow
 

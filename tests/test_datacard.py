@@ -1,4 +1,4 @@
-"""The data card of a sampled folder (``hrm_assets.datacard``): byte-identical for the same
+"""The data card of a sampled folder (``hrm_assets.sampling.datacard``): byte-identical for the same
 inputs in any output folder, totals equal to the analytics report's, every file's SHA-256 the
 file's own, the Hub ids of Hub sources, an optional mixture section, and the sampled asset's
 metadata."""
@@ -17,14 +17,14 @@ import pytest
 from test_sampled_asset import OP_NAME, data_paths, materialize  # noqa: F401 (a fixture)
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import sample as cli
-from hrm_assets import sampling
-from hrm_assets.analytics import epoch_records, summary_figures, task_records
 from hrm_assets.cleaning.sources import SOURCES, get_source
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import safe_name
 from hrm_assets.common.manifest import array_files, read_manifest, verify_folder
-from hrm_assets.datacard import (
+from hrm_assets.sampling import cli
+from hrm_assets.sampling import sampler as sampling
+from hrm_assets.sampling.analytics import epoch_records, summary_figures, task_records
+from hrm_assets.sampling.datacard import (
     CARD_FILES,
     DATACARD_JSON,
     DATACARD_MARKDOWN,
@@ -36,10 +36,10 @@ from hrm_assets.datacard import (
     share_chart_png,
     write_data_card,
 )
-from hrm_assets.datacard.task_sources import sources_of_tasks
-from hrm_assets.prefix_config import load_prefix_rules
-from hrm_assets.sampled_output import unproven_paths
-from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
+from hrm_assets.sampling.output_folder import unproven_paths
+from hrm_assets.sampling.prefix_config import load_prefix_rules
+from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
 from hrm_assets.tokenization.partitioning import relative_paths_for
 
 SETTINGS = dict(epochs=3, context_size=60, seed=5)

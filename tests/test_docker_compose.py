@@ -29,7 +29,7 @@ from hrm_assets.defs.common.executor import (
     GENERAL_QUEUE,
     WORKER_NODE_ENV,
 )
-from hrm_assets.training_nodes import TRAINING_NODES_ENV, load_training_nodes
+from hrm_assets.sampling.training_nodes import TRAINING_NODES_ENV, load_training_nodes
 
 DOCKER = REPO_ROOT / "docker"
 INFRA = {"postgres", "redis"}

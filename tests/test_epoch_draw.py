@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hrm_assets import _core, epoch_draw
-from hrm_assets.epoch_draw import (
+from hrm_assets import _core
+from hrm_assets.sampling import epoch_draw
+from hrm_assets.sampling.epoch_draw import (
     draw_epochs,
     philox_state,
     rust_draw_matches_numpy,

@@ -20,7 +20,7 @@ from hrm_assets.defs.export.assets import (
 )
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.export.megatron import read_megatron
-from hrm_assets.training_nodes import TrainingNode
+from hrm_assets.sampling.training_nodes import TrainingNode
 
 NODE = TrainingNode(name="export-node", queue="node-export")
 
@@ -104,7 +104,7 @@ def test_whole_corpus_by_config(data_paths):  # noqa: F811
 def test_the_exports_are_in_the_definitions_on_the_nodes_queue():
     from hrm_assets.definitions import build_definitions
     from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG
-    from hrm_assets.training_nodes import load_training_nodes
+    from hrm_assets.sampling.training_nodes import load_training_nodes
 
     graph = build_definitions().resolve_asset_graph()
     for node in load_training_nodes():

@@ -24,7 +24,7 @@ from hrm_assets.export.megatron import (
 )
 from hrm_assets.export.output_folder import ExportError
 from hrm_assets.export.row_source import RowSourceError, sampled_epoch_rows
-from hrm_assets.sampling import SPAN_FIELDS, make_config, sample_tokenized
+from hrm_assets.sampling.sampler import SPAN_FIELDS, make_config, sample_tokenized
 
 EPOCHS = 2
 CONTEXT_SIZE = 120

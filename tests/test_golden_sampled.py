@@ -34,7 +34,7 @@ def test_hrm_sample_writes_data_io_samplers_bytes(tmp_path, seed):
     output = tmp_path / f"seed{seed}"
     done = subprocess.run(
         [
-            sys.executable, "-m", "hrm_assets.sample",
+            sys.executable, "-m", "hrm_assets.sampling",
             f"tokenized_path={tokenized}",
             f"output_path={output}",
             f"prefix_config_path={GOLDEN / 'prefix_config.yaml'}",
@@ -48,7 +48,7 @@ def test_hrm_sample_writes_data_io_samplers_bytes(tmp_path, seed):
     ours = sha256_of_tree(output)
     assert len(golden) == 14  # tokens.npy, metadata.json, 3 epochs x 4 arrays
     assert {name: ours.get(name) for name in golden} == golden
-    # hrm-data's additions: the manifest and the data card (hrm_assets.datacard).
+    # hrm-data's additions: the manifest and the data card (hrm_assets.sampling.datacard).
     assert set(ours) - set(golden) == {"manifest.json", "DATACARD.md", "datacard.json"}
 
     data_io_report = (GOLDEN / f"report_seed{seed}.md").read_text(encoding="utf-8").splitlines()

@@ -25,7 +25,7 @@ from hrm_assets.common.layout import scan_cleaned_tree
 from hrm_assets.common.npy_files import load_integers_quickly, npy_layout_quickly
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
-from hrm_assets.sampling import SPAN_FIELDS, make_config, sample_tokenized, task_directories
+from hrm_assets.sampling.sampler import SPAN_FIELDS, make_config, sample_tokenized, task_directories
 from hrm_assets.tokenization.partitioning import files_of_source, partition_file
 from hrm_assets.validation import check_tokenized_folder
 

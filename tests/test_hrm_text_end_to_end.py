@@ -29,10 +29,10 @@ from conftest import TRICKY_TEXTS
 from pydantic import BaseModel
 from test_sampling import write_rules, write_tokenized
 
-from hrm_assets import sample
 from hrm_assets.common.manifest import read_manifest, verify_folder
-from hrm_assets.sampled_tokenizer import SPECIAL_TOKENS_MAP, TOKENIZER_CONFIG, TOKENIZER_DIR
-from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling import cli as sample
+from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling.tokenizer_folder import SPECIAL_TOKENS_MAP, TOKENIZER_CONFIG, TOKENIZER_DIR
 from hrm_assets.tokenization.tokenize import TokenizerSetup, tokenize_tree
 from hrm_assets.tokenizer.train import train_tokenizer
 

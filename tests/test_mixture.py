@@ -15,24 +15,24 @@ import pytest
 import yaml
 from test_sampling import tree_bytes, write_tokenized
 
-from hrm_assets.analytics import render_data_io_report, render_report
-from hrm_assets.mixture.allocation import (
+from hrm_assets.sampling.analytics import render_data_io_report, render_report
+from hrm_assets.sampling.mixture.allocation import (
     MixtureAllocationError,
     TaskSupply,
     allocate_mixture,
     largest_remainders,
     temperature_shares,
 )
-from hrm_assets.mixture.config import (
+from hrm_assets.sampling.mixture.config import (
     OTHERS_GROUP,
     MixtureConfigError,
     Phase,
     effective_phases,
     load_mixture,
 )
-from hrm_assets.mixture.draw import phase_seed
-from hrm_assets.prefix_config import load_prefix_rules
-from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling.mixture.draw import phase_seed
+from hrm_assets.sampling.prefix_config import load_prefix_rules
+from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
 
 # name: (rows, instruction tokens, response tokens) -- every row of a task alike.
 TASKS = {
@@ -452,7 +452,7 @@ def test_sampled_asset_shows_the_mixture_table(tmp_path):
 
     from hrm_assets.defs.common.resources import DataPaths
     from hrm_assets.defs.sampled.assets import build_sampled_asset
-    from hrm_assets.training_nodes import TrainingNode
+    from hrm_assets.sampling.training_nodes import TrainingNode
 
     mixture = {"tokens_per_epoch": 300, "weights": {"a__": 1, "b.jsonl": 1, "c.jsonl": 1}}
     paths = DataPaths(
@@ -539,8 +539,8 @@ def test_group_by_source_weights_registered_sources(tmp_path):
 
 
 def test_hrm_sample_prints_the_mixture_and_verifies(tmp_path, tokenized, capsys):
-    from hrm_assets import sample
     from hrm_assets.common.manifest import verify_folder
+    from hrm_assets.sampling import cli as sample
 
     mixture = {
         "tokens_per_epoch": 300,
@@ -563,7 +563,7 @@ def test_hrm_sample_prints_the_mixture_and_verifies(tmp_path, tokenized, capsys)
 
 
 def test_mixture_code_version_only_for_rules_with_a_mixture(tmp_path):
-    from hrm_assets.mixture.code_version import has_mixture, mixture_code_version
+    from hrm_assets.sampling.mixture.code_version import has_mixture, mixture_code_version
 
     assert not has_mixture(write_config(tmp_path / "plain.yaml", None))
     assert has_mixture(write_config(tmp_path / "mixed.yaml", dict(BASE)))
@@ -572,7 +572,7 @@ def test_mixture_code_version_only_for_rules_with_a_mixture(tmp_path):
 
 
 def test_numpy_draw_writes_the_rust_draws_bytes(tmp_path, tokenized, monkeypatch):
-    from hrm_assets import epoch_draw
+    from hrm_assets.sampling import epoch_draw
 
     mixture = {
         "tokens_per_epoch": 350,

@@ -165,11 +165,11 @@ def test_kill_9_during_sampling(tmp_path):
     )
 
     def command(out: Path, seed: int) -> list[str]:
-        return [sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tokenized}",
+        return [sys.executable, "-m", "hrm_assets.sampling", f"tokenized_path={tokenized}",
                 f"output_path={out}", f"prefix_config_path={rules}", f"seed={seed}",
                 "epochs=6"]  # fmt: skip
 
-    startup = startup_seconds("hrm_assets.sample")
+    startup = startup_seconds("hrm_assets.sampling.cli")
     references, elapsed = {}, 0.0
     for seed in (0, 1):
         reference = tmp_path / f"reference{seed}" / "sampled"

@@ -24,7 +24,7 @@ from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import build_sampled_manifest_check
 from hrm_assets.defs.tokenized.assets import build_tokenized_asset
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.training_nodes import TrainingNode
+from hrm_assets.sampling.training_nodes import TrainingNode
 
 GSM8K = SOURCES["gsm8k_train"]
 PARTITION = "gsm8k_train.jsonl"

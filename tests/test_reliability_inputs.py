@@ -26,10 +26,10 @@ from test_sampling import (
 )
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from hrm_assets import sample
-from hrm_assets.analytics import render_report, summary_figures, task_records
 from hrm_assets.common.manifest import verify_folder
-from hrm_assets.sampling import make_config, sample_tokenized
+from hrm_assets.sampling import cli as sample
+from hrm_assets.sampling.analytics import render_report, summary_figures, task_records
+from hrm_assets.sampling.sampler import make_config, sample_tokenized
 from hrm_assets.tokenization.tokenize import main as tokenize_main
 
 

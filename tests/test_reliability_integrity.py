@@ -17,7 +17,7 @@ from conftest import REPO_ROOT, TRICKY_TEXTS
 from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import _core, sampled_arrays, verify
+from hrm_assets import _core, verify
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.manifest import (
     MANIFEST_FILE,
@@ -26,7 +26,8 @@ from hrm_assets.common.manifest import (
     manifest_bytes,
     verify_folder,
 )
-from hrm_assets.sampling import make_config, sample_tokenized
+from hrm_assets.sampling import arrays as sampled_arrays
+from hrm_assets.sampling.sampler import make_config, sample_tokenized
 from hrm_assets.tokenization.tokenize import ARRAY_FILES, tokenize_file, tokenize_tree
 
 
@@ -177,7 +178,7 @@ def test_sampled_manifest_same_across_processes(tmp_path):
     seen = set()
     for name in ("p1", "p2"):
         subprocess.run(
-            [sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tmp_path / 'tok'}",
+            [sys.executable, "-m", "hrm_assets.sampling", f"tokenized_path={tmp_path / 'tok'}",
              f"output_path={tmp_path / name}", f"prefix_config_path={rules}", "epochs=2"],
             check=True, cwd=REPO_ROOT, capture_output=True, timeout=300,
         )  # fmt: skip

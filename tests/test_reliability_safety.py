@@ -29,7 +29,7 @@ from hrm_assets.common.atomic import (
 )
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.manifest import MANIFEST_FILE, verify_folder
-from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
 from hrm_assets.tokenization.tokenize import (
     OWNER_MARKER,
     prune_orphans,
@@ -230,7 +230,8 @@ def test_concurrent_sampling_run_is_refused_and_leaves_both_outputs(tmp_path):
 
 
 def test_resampling_with_fewer_epochs_leaves_no_stale_epoch(tmp_path, capsys):
-    from hrm_assets import sample, verify
+    from hrm_assets import verify
+    from hrm_assets.sampling import cli as sample
 
     tokenized = write_tokenized(tmp_path / "tok", MIXED)
     rules = write_rules(tmp_path / "rules.yaml", MIXED_RULES)

@@ -23,12 +23,14 @@ from conftest import REPO_ROOT
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
 from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
-from hrm_assets import sample, sampling, verify
+from hrm_assets import verify
 from hrm_assets.common.atomic import exclusive_lock, lock_path_for, shared_lock
 from hrm_assets.common.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
-from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
-from hrm_assets.prefix_config import DEFAULT_RULE, PrefixRule
-from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling import cli as sample
+from hrm_assets.sampling import sampler as sampling
+from hrm_assets.sampling.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
+from hrm_assets.sampling.prefix_config import DEFAULT_RULE, PrefixRule
+from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
 from hrm_assets.tokenization.snapshot import (
     SnapshotError,
     TokenizedSnapshot,
@@ -78,7 +80,7 @@ def test_outputs_follow_the_umask_like_ordinary_writes(
     assert tokenize.returncode == 0, tokenize.stderr
     rules = write_rules(tmp_path / "rules.yaml", [])
     sample = _run_with_umask(
-        umask, sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tokenized}",
+        umask, sys.executable, "-m", "hrm_assets.sampling", f"tokenized_path={tokenized}",
         f"output_path={sampled}", f"prefix_config_path={rules}", "epochs=2",
     )  # fmt: skip
     assert sample.returncode == 0, sample.stderr
@@ -457,7 +459,7 @@ for round_ in range(1, 10_000):
 SAMPLER = """
 import json, sys, time
 from pathlib import Path
-from hrm_assets.sampling import SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
 tokenized, rules, outputs, rounds_file = map(Path, sys.argv[1:5])
 runs = int(sys.argv[5])
 def rounds():
@@ -600,7 +602,7 @@ def test_a_read_only_root_is_sampled_without_locks(tmp_path):
         f"mount --bind -o ro {shlex.quote(str(tokenized))} {shlex.quote(str(tokenized))} && "
         f"touch {shlex.quote(str(tokenized / 'probe'))} 2>/dev/null && exit 9; exec "
         + shlex.join(
-            [sys.executable, "-m", "hrm_assets.sample", f"tokenized_path={tokenized}",
+            [sys.executable, "-m", "hrm_assets.sampling", f"tokenized_path={tokenized}",
              f"output_path={tmp_path / 'sampled'}", f"prefix_config_path={rules}", "epochs=2"]
         )
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""``python -m hrm_assets.sample``: data_io's keys, report on stdout, clear errors, exit codes."""
+"""``python -m hrm_assets.sampling``: data_io's keys, report on stdout, clear errors, exit codes."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from test_sampling import (
     write_tokenized,
 )
 
-from hrm_assets import sample, sampling
 from hrm_assets.common import settings
+from hrm_assets.sampling import cli as sample
+from hrm_assets.sampling import sampler as sampling
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +75,7 @@ def test_samples_and_prints_data_io_report(inputs, capsys):
 def test_module_entry_point_exit_codes(inputs):
     tmp_path, tokenized, rules = inputs
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    command = [sys.executable, "-m", "hrm_assets.sample"]
+    command = [sys.executable, "-m", "hrm_assets.sampling"]
     good = subprocess.run(
         [
             *command,
@@ -234,4 +235,4 @@ def test_help(capsys):
 
 def test_console_script_is_declared():
     text = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'hrm-sample = "hrm_assets.sample:main"' in text
+    assert 'hrm-sample = "hrm_assets.sampling.cli:main"' in text

@@ -9,15 +9,16 @@ import threading
 import numpy as np
 import pytest
 
-from hrm_assets import _core, sampled_arrays
-from hrm_assets.sampled_arrays import (
+from hrm_assets import _core
+from hrm_assets.sampling import arrays as sampled_arrays
+from hrm_assets.sampling.arrays import (
     TokenCopyError,
     TokenSource,
     concatenate_tokens,
     npy_header,
     save_npy,
 )
-from hrm_assets.sampling import npy_layout
+from hrm_assets.sampling.sampler import npy_layout
 
 
 def numpy_save_bytes(array: np.ndarray) -> bytes:

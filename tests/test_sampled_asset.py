@@ -20,8 +20,8 @@ from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import SHORT_RESPONSES
+from hrm_assets.sampling.training_nodes import TrainingNode
 from hrm_assets.tokenization.tokenize import tokenize_tree
-from hrm_assets.training_nodes import TrainingNode
 
 NODE = TrainingNode(name="e2e-node")
 OP_NAME = "sampled__e2e_node"

@@ -1,8 +1,8 @@
 """Sampling: byte-identical to data_io's sample_tokenized.py (CONTRACTS.md section 3).
 
 ``reference_sample`` below is an independent, deliberately plain re-implementation of the
-contract (Python lists and loops, sharing no code with hrm_assets.sampling) that also renders
-data_io's report lines. Every output file of the real sampler must match it byte for byte.
+contract (Python lists and loops, sharing no code with hrm_assets.sampling.sampler) that also
+renders data_io's report lines. Every output file of the real sampler must match it byte for byte.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hrm_assets import epoch_draw, sampled_arrays, sampling
-from hrm_assets.analytics import (
+from hrm_assets.sampling import arrays as sampled_arrays
+from hrm_assets.sampling import epoch_draw
+from hrm_assets.sampling import sampler as sampling
+from hrm_assets.sampling.analytics import (
     category_records,
     epoch_records,
     render_data_io_report,
@@ -28,9 +30,9 @@ from hrm_assets.analytics import (
     summary_figures,
     task_records,
 )
-from hrm_assets.datacard import CARD_FILES
-from hrm_assets.prefix_config import SamplingRule
-from hrm_assets.sampling import (
+from hrm_assets.sampling.datacard import CARD_FILES
+from hrm_assets.sampling.prefix_config import SamplingRule
+from hrm_assets.sampling.sampler import (
     SamplingConfig,
     SamplingError,
     Spans,
@@ -40,7 +42,7 @@ from hrm_assets.sampling import (
     sample_tokenized,
     token_dtype,
 )
-from hrm_assets.span_table import bounds_of, segment_sums
+from hrm_assets.sampling.span_table import bounds_of, segment_sums
 
 SPAN_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
 
@@ -287,7 +289,7 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 
 def without_data_card(tree: dict[str, bytes]) -> dict[str, bytes]:
-    """A sampled folder's files less its data card (hrm_assets.datacard, tested in
+    """A sampled folder's files less its data card (hrm_assets.sampling.datacard, tested in
     test_datacard.py), which the reference does not write."""
     return {name: data for name, data in tree.items() if name not in CARD_FILES}
 

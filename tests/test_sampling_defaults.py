@@ -1,4 +1,4 @@
-"""The sampler's settings live in hrm_assets.sampling_defaults; every reader agrees with it."""
+"""The sampler's settings live in hrm_assets.sampling.defaults; every reader agrees with it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import re
 import pytest
 from conftest import REPO_ROOT
 
-from hrm_assets import sample, sampling_defaults
 from hrm_assets.defs.sampled.assets import SamplingRunConfig
-from hrm_assets.sampling import SamplingConfig, SamplingError, make_config
+from hrm_assets.sampling import cli as sample
+from hrm_assets.sampling import defaults as sampling_defaults
+from hrm_assets.sampling.sampler import SamplingConfig, SamplingError, make_config
 
 SETTINGS = sampling_defaults.SETTINGS
 DOC = REPO_ROOT / "docs" / "SAMPLING.md"

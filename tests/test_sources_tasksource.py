@@ -28,7 +28,7 @@ from hrm_assets.cleaning.sources.tasksource import (
     tasks_without_rows,
 )
 from hrm_assets.common.layout import safe_name
-from hrm_assets.prefix_config import load_prefix_rules, rule_for
+from hrm_assets.sampling.prefix_config import load_prefix_rules, rule_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HUB_DATA = Path("tasksource") / "tasksource-instruct-v0" / "data"

@@ -8,7 +8,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from hrm_assets.common.layout import scan_cleaned_files
-from hrm_assets.prefix_config import PrefixRule
+from hrm_assets.sampling.prefix_config import PrefixRule
 from hrm_assets.tokenizer.train import (
     SPECIAL_TOKENS,
     SPLIT_PATTERN,

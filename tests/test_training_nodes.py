@@ -41,14 +41,14 @@ from hrm_assets.defs.sampled.inputs import (
 from hrm_assets.defs.sampled.sensors import SENSOR_NAME, build_sampled_epochs_sensor, run_key
 from hrm_assets.defs.tokenized.assets import TOKENIZED_ASSETS
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.tokenization.tokenize import tokenize_tree
-from hrm_assets.training_nodes import (
+from hrm_assets.sampling.training_nodes import (
     TRAINING_NODES_ENV,
     TrainingNode,
     TrainingNodesError,
     load_training_nodes,
     training_nodes_path,
 )
+from hrm_assets.tokenization.tokenize import tokenize_tree
 
 NODES = [TrainingNode(name="a"), TrainingNode(name="b", queue="gpu-b", output_path="/dev/shm/x")]
 

@@ -1,7 +1,7 @@
 """``manifest.json``: the size and SHA-256 of every array of an output folder.
 
 Tokenized folders get theirs from the Rust writer (``rust_tokenizer/src/output.rs``), sampled
-folders from the sampler, which hashes each array as it writes it (``hrm_assets.sampled_arrays``);
+folders from the sampler, which hashes each array as it writes it (``hrm_assets.sampling.arrays``);
 both write it into the staged folder before the atomic rename, so a folder in place always
 describes its own bytes. The format, identical from both writers (compact JSON, keys sorted, no
 timestamps, so equal arrays give equal bytes)::
@@ -130,8 +130,8 @@ def verify_folder(folder: Path) -> VerifyReport:
     SHA-256, an array present but not listed (a stale ``epoch_N``, a stray file), and a sampled
     folder (one with ``epoch_N`` arrays) whose manifest does not list its ``metadata.json``
     (written by an older hrm-sample: nothing would notice it deleted or edited), and a data
-    card (``hrm_assets.datacard``) that does not describe this manifest. Each message names the
-    file.
+    card (``hrm_assets.sampling.datacard``) that does not describe this manifest. Each message names
+    the file.
     """
     folder = Path(folder)
     report = VerifyReport(folder=folder)
@@ -174,7 +174,7 @@ def verify_folder(folder: Path) -> VerifyReport:
             f"list it (made by an older hrm-sample: sample again)"
         )
     # The sampler's data card must describe this manifest (imported here: it imports us).
-    from hrm_assets.datacard.verification import data_card_problems
+    from hrm_assets.sampling.datacard.verification import data_card_problems
 
     report.problems.extend(data_card_problems(folder))
     return report

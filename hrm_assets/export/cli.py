@@ -12,11 +12,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets import sampling_defaults as defaults
 from hrm_assets.export.export_runs import ExportSummary, export_megatron, export_packed
 from hrm_assets.export.megatron import DEFAULT_PREFIX, IndexedDatasetError
 from hrm_assets.export.output_folder import ExportError
 from hrm_assets.export.row_source import RowSourceError
+from hrm_assets.sampling import defaults
 
 DESCRIPTION = "Export a sampled epoch, or a whole tokenized root, for other trainers."
 

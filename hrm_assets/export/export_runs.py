@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from hrm_assets import sampling_defaults as defaults
 from hrm_assets.export.megatron import DEFAULT_PREFIX, write_megatron
 from hrm_assets.export.output_folder import export_folder
 from hrm_assets.export.packed_writer import ARRAY_DTYPES, PAD_ID, write_packed
 from hrm_assets.export.packing import pack_rows
 from hrm_assets.export.row_source import RowTable, held_rows
+from hrm_assets.sampling import defaults
 
 EXPORT_FILE = "export.json"
 MEGATRON_FORMAT = "hrm-data-megatron/1"

@@ -26,7 +26,7 @@ from hrm_assets.common.atomic import (
 from hrm_assets.common.atomic import atomic_write_bytes as _atomic_write_bytes
 from hrm_assets.common.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.export.npy_stream import ManifestEntry
-from hrm_assets.sampled_output import output_target, unproven_paths
+from hrm_assets.sampling.output_folder import output_target, unproven_paths
 
 
 class ExportError(ValueError):

@@ -35,7 +35,7 @@ from hrm_assets.common.npy_files import (
     load_integers_quickly,
     npy_layout_quickly,
 )
-from hrm_assets.sampling import (
+from hrm_assets.sampling.sampler import (
     SPAN_FIELDS,
     TOKENS_FILE,
     SamplingError,

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets import sampling_defaults as defaults
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG
 from hrm_assets.defs.common.keys import EXPORT_PREFIX, export_key, sampled_key
 from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.assets import NODE_TAG
-from hrm_assets.training_nodes import TrainingNode, load_training_nodes
+from hrm_assets.sampling import defaults
+from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
 
 
 class ExportSourceConfig(dg.Config):

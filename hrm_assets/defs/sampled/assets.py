@@ -10,11 +10,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets import sampling_defaults as defaults
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.build_record import is_current, read_record, write_record
 from hrm_assets.common.hashing import listing_sha256, value_sha256
-from hrm_assets.datacard import sampling_code_version
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
@@ -23,8 +21,10 @@ from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.checks import short_responses_result, short_responses_spec
 from hrm_assets.defs.sampled.datacard_metadata import data_card_metadata
 from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
-from hrm_assets.mixture.code_version import has_mixture, mixture_code_version
-from hrm_assets.training_nodes import TrainingNode, load_training_nodes
+from hrm_assets.sampling import defaults
+from hrm_assets.sampling.datacard import sampling_code_version
+from hrm_assets.sampling.mixture.code_version import has_mixture, mixture_code_version
+from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
 
 NODE_TAG = "hrm/training-node"
 # The sampler's code decides the bytes of the epochs: a change to it means resampling. Found
@@ -33,7 +33,7 @@ SAMPLING_CODE_VERSION = sampling_code_version()
 
 
 class SamplingRunConfig(dg.Config):
-    """The sampler's settings (``hrm_assets.sampling_defaults``); the paths come from the
+    """The sampler's settings (``hrm_assets.sampling.defaults``); the paths come from the
     ``DataPaths`` resource and the training node.
 
     Bounds are left to ``SamplingConfig``, so a bad value fails the step with one line naming
@@ -114,14 +114,14 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             context.log.info(f"inputs and settings unchanged: {output} is kept as it is")
             summary = record["summary"]
         else:
-            from hrm_assets.analytics import (
+            from hrm_assets.sampling.analytics import (
                 category_records,
                 mixture_records,
                 render_report,
                 summary_figures,
                 task_records,
             )
-            from hrm_assets.sampling import make_config, sample_tokenized
+            from hrm_assets.sampling.sampler import make_config, sample_tokenized
 
             sampling_config = make_config(
                 tokenized_path=data_paths.tokenized_root,
@@ -152,7 +152,8 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             check_results=[short_responses_result(summary["figures"], config.min_resp_length)],
             metadata={
                 **_analytics_metadata(summary),
-                # DATACARD.md, written by the sampler into the output (hrm_assets.datacard).
+                # DATACARD.md, written by the sampler into the output
+                # (hrm_assets.sampling.datacard).
                 **data_card_metadata(output),
                 "output_path": dg.MetadataValue.path(str(output)),
                 # What transformers.AutoTokenizer.from_pretrained loads (None: none shipped).

@@ -9,7 +9,7 @@ from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG
 from hrm_assets.defs.common.keys import sampled_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.checks import manifest_check_result
-from hrm_assets.training_nodes import TrainingNode, load_training_nodes
+from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
 from hrm_assets.validation import check_sampled_folder
 
 
@@ -72,7 +72,8 @@ def short_responses_spec(node: TrainingNode) -> dg.AssetCheckSpec:
 
 
 def short_responses_result(figures: dict, min_resp_length: int) -> dg.AssetCheckResult:
-    """The check from a run's summary figures (``hrm_assets.analytics.summary_figures``)."""
+    """The check from a run's summary figures
+    (``hrm_assets.sampling.analytics.summary_figures``)."""
     short = int(figures.get("rows_short_after_truncate", 0))
     dropped = int(figures.get("rows_dropped_short_after_truncate", 0))
     return dg.AssetCheckResult(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets.datacard import DATACARD_MARKDOWN, read_data_card, share_chart_png
 from hrm_assets.defs.common.metadata import table
+from hrm_assets.sampling.datacard import DATACARD_MARKDOWN, read_data_card, share_chart_png
 
 _SHARE_COLUMNS = (
     "source",

@@ -17,7 +17,7 @@ from hrm_assets.common.hashing import value_sha256
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, tokenized_key
 from hrm_assets.defs.tokenized.jobs import TOKENIZE_JOBS
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.training_nodes import TrainingNode
+from hrm_assets.sampling.training_nodes import TrainingNode
 
 # Dagster stores a materialization's data version under this tag (dagster/_core/definitions/
 # data_version.py, DATA_VERSION_TAG); the event log indexes it per partition.

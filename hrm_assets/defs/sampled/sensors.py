@@ -25,7 +25,7 @@ from hrm_assets.defs.sampled.inputs import (
     tokenized_state,
 )
 from hrm_assets.defs.sampled.jobs import sample_job
-from hrm_assets.training_nodes import TrainingNode, load_training_nodes
+from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
 
 SENSOR_NAME = "sampled_epochs_sensor"
 

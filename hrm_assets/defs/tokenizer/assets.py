@@ -9,7 +9,7 @@ from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.defs.common.automation import on_missing_only
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key
 from hrm_assets.defs.common.resources import DataPaths
-from hrm_assets.prefix_config import load_prefix_rules
+from hrm_assets.sampling.prefix_config import load_prefix_rules
 from hrm_assets.tokenizer.train import DEFAULT_VOCAB_SIZE, SPECIAL_TOKENS, build_tokenizer
 
 

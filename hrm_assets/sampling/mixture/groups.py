@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets.mixture.config import MixtureConfig, MixtureConfigError, effective_phases
-from hrm_assets.prefix_config import PrefixRule, rule_for
+from hrm_assets.sampling.mixture.config import MixtureConfig, MixtureConfigError, effective_phases
+from hrm_assets.sampling.prefix_config import PrefixRule, rule_for
 
 
 def weighted_groups(mixture: MixtureConfig) -> set[str]:
@@ -38,7 +38,7 @@ def task_groups(
             f"(group_by: source; sources: {', '.join(SOURCES)})"
         )
     # The registered source that writes each task's cleaned file, as the data card finds it.
-    from hrm_assets.datacard.task_sources import sources_of_tasks
+    from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
 
     sources = sources_of_tasks(names, SOURCES)
     return [source if (source := sources[name]) in named else None for name in names]

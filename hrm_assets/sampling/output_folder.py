@@ -1,10 +1,10 @@
 """Where the sampler writes, and which existing folder it may replace there.
 
-The sampler replaces ``output_path`` as a whole (hrm_assets.sampling), so it may only replace
-what it can prove it wrote: a folder whose ``manifest.json`` (hrm_assets.common.manifest) lists
-every file in it, at any depth, besides the manifest itself, ``metadata.json`` (which manifests
-of older runs did not list) and the data card (``DATACARD.md``, ``datacard.json``:
-``hrm_assets.datacard``), or an empty folder, which holds nothing to lose. Anything else
+The sampler replaces ``output_path`` as a whole (hrm_assets.sampling.sampler), so it may only
+replace what it can prove it wrote: a folder whose ``manifest.json`` (hrm_assets.common.manifest)
+lists every file in it, at any depth, besides the manifest itself, ``metadata.json`` (which
+manifests of older runs did not list) and the data card (``DATACARD.md``, ``datacard.json``:
+``hrm_assets.sampling.datacard``), or an empty folder, which holds nothing to lose. Anything else
 (a user's ``epoch_7/notes.txt``, a symlink, a folder data_io or a person wrote) is named in an
 error, never deleted.
 
@@ -23,7 +23,7 @@ from hrm_assets.common.manifest import (
     ManifestError,
     read_manifest,
 )
-from hrm_assets.datacard import CARD_FILES
+from hrm_assets.sampling.datacard import CARD_FILES
 
 
 def output_target(output_path: Path) -> Path:

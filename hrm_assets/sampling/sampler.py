@@ -26,13 +26,13 @@ bytes of a valid sample:
   untouched. The price is room for the old and the new output at once while the new one is
   built (on ``/dev/shm`` that is RAM). Only an empty folder or one whose manifest lists all
   it holds, at any depth, is replaced; anything else is named in an error
-  (``hrm_assets.sampled_output``), including a folder data_io wrote. A symlinked
+  (``hrm_assets.sampling.output_folder``), including a folder data_io wrote. A symlinked
   ``output_path`` is written through, the link kept.
 - The output also holds ``manifest.json`` (size and SHA-256 of every file HRM-Text reads: the
   arrays, ``metadata.json`` and the tokenizer files, written before the rename;
   ``hrm_assets.common.manifest``), which HRM-Text does not read, and a
   ``tokenizer/`` folder that ``transformers.AutoTokenizer.from_pretrained`` loads, for HRM-Text's
-  inference and export (``hrm_assets.sampled_tokenizer``; left out, with a warning, when the
+  inference and export (``hrm_assets.sampling.tokenizer_folder``; left out, with a warning, when the
   tokenizer ``tokenizer_info.json`` names is not found or is not the one tokenization used).
 
 Truncate mode can leave a row with fewer response tokens than ``min_resp_length`` (the length
@@ -58,7 +58,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from hrm_assets import _core
-from hrm_assets import sampling_defaults as defaults
 from hrm_assets.common.atomic import (
     TMP_PREFIX,
     atomic_directory,
@@ -74,52 +73,53 @@ from hrm_assets.common.npy_files import (
     npy_layout_quickly,
 )
 from hrm_assets.common.progress import progress_bar
-from hrm_assets.datacard import DataCardError, write_sampled_data_card
-from hrm_assets.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
-from hrm_assets.epoch_draw import draw_epochs
-from hrm_assets.mixture.allocation import (
+from hrm_assets.sampling import defaults
+from hrm_assets.sampling.arrays import (
+    ManifestEntry,
+    TokenCopyError,
+    TokenSource,
+    concatenate_tokens,
+)
+from hrm_assets.sampling.datacard import DataCardError, write_sampled_data_card
+from hrm_assets.sampling.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
+from hrm_assets.sampling.epoch_draw import draw_epochs
+from hrm_assets.sampling.mixture.allocation import (
     MixtureAllocationError,
     MixturePlan,
     TaskSupply,
     allocate_mixture,
 )
-from hrm_assets.mixture.config import (
+from hrm_assets.sampling.mixture.config import (
     MixtureConfig,
     MixtureConfigError,
     check_phases_fit,
     effective_phases,
     load_mixture,
 )
-from hrm_assets.mixture.draw import draw_mixture_epochs
-from hrm_assets.mixture.groups import task_groups
-from hrm_assets.mixture.report import MixtureReport, mixture_report
-from hrm_assets.prefix_config import (
+from hrm_assets.sampling.mixture.draw import draw_mixture_epochs
+from hrm_assets.sampling.mixture.groups import task_groups
+from hrm_assets.sampling.mixture.report import MixtureReport, mixture_report
+from hrm_assets.sampling.output_folder import output_target, unproven_paths
+from hrm_assets.sampling.prefix_config import (
     PrefixConfigError,
     PrefixRule,
     SamplingRule,
     load_prefix_rules,
     rule_for,
 )
-from hrm_assets.sampled_arrays import (
-    ManifestEntry,
-    TokenCopyError,
-    TokenSource,
-    concatenate_tokens,
-)
-from hrm_assets.sampled_output import output_target, unproven_paths
-from hrm_assets.sampled_tokenizer import (
-    TOKENIZER_DIR,
-    TokenizerChoice,
-    TokenizerFolderError,
-    choose_tokenizer,
-    write_tokenizer_folder,
-)
-from hrm_assets.span_table import (
+from hrm_assets.sampling.span_table import (
     bounds_of,
     filter_lengths,
     first_inconsistent_task,
     segment_sums,
     span_layout_problem,
+)
+from hrm_assets.sampling.tokenizer_folder import (
+    TOKENIZER_DIR,
+    TokenizerChoice,
+    TokenizerFolderError,
+    choose_tokenizer,
+    write_tokenizer_folder,
 )
 from hrm_assets.tokenization.snapshot import SnapshotError, TokenizedSnapshot, tokenized_snapshot
 
@@ -147,10 +147,10 @@ class SamplingConfig(BaseModel):
     tokenized_path: Path
     output_path: Path
     prefix_config_path: Path
-    # The tokenizer shipped in output_path/tokenizer/ (hrm_assets.sampled_tokenizer); None:
+    # The tokenizer shipped in output_path/tokenizer/ (hrm_assets.sampling.tokenizer_folder); None:
     # the one tokenizer_info.json records, if it is found.
     tokenizer_path: Path | None = None
-    # Defaults, bounds and help: hrm_assets.sampling_defaults.
+    # Defaults, bounds and help: hrm_assets.sampling.defaults.
     seed: int = defaults.SEED.field(strict=True)
     epochs: int = defaults.EPOCHS.field(strict=True)
     context_size: int = defaults.CONTEXT_SIZE.field(strict=True)
@@ -248,7 +248,7 @@ def filter_rows(
     min_resp_length: int,
     drop_short_after_truncate: bool = False,
 ) -> tuple[Spans, FilterCounts]:
-    """Apply the length rules (:func:`hrm_assets.span_table.filter_lengths`) to one task;
+    """Apply the length rules (:func:`hrm_assets.sampling.span_table.filter_lengths`) to one task;
     returns the kept rows (responses truncated) and the counts."""
     filtered = filter_lengths(
         spans.inst_len,
@@ -349,7 +349,8 @@ class SamplingResult:
     # The folder AutoTokenizer.from_pretrained loads (None: no tokenizer was found to ship).
     tokenizer_dir: Path | None = None
     warnings: list[str] = field(default_factory=list)
-    # Target against achieved shares when prefix_config.yaml has a mixture (hrm_assets.mixture).
+    # Target against achieved shares when prefix_config.yaml has a mixture
+    # (hrm_assets.sampling.mixture).
     mixture: MixtureReport | None = None
 
     @property
@@ -468,8 +469,8 @@ def read_span_table(
     The Rust core reads plain arrays (the headers of ``numpy.save`` and of data_io's
     ``ndarray-npy``), all tasks in one call (``rust_tokenizer/src/spans.rs``); anything else is
     read here. Every task is then checked against the layout rule of
-    :mod:`hrm_assets.span_table` (the one the tokenized asset checks apply; it covers the Rust
-    reader's own range and total checks, and also refuses overlapping spans whose lengths still
+    :mod:`hrm_assets.sampling.span_table` (the one the tokenized asset checks apply; it covers the
+    Rust reader's own range and total checks, and also refuses overlapping spans whose lengths still
     add up). The first task that fails is read again by :func:`load_spans`, whose error names
     its file. ``on_tasks(n)`` is called as task folders are read.
     """
@@ -551,7 +552,7 @@ def _fsync_file(path: Path) -> None:
 
 def _check_output_path(config: SamplingConfig) -> Path:
     """The folder to write (``output_path`` through any symlink,
-    :func:`hrm_assets.sampled_output.output_target`), refused when it nests with the inputs,
+    :func:`hrm_assets.sampling.output_folder.output_target`), refused when it nests with the inputs,
     is not a folder, or holds anything the sampler cannot prove it wrote."""
     output = output_target(config.output_path)
     tokenized = output_target(config.tokenized_path)
@@ -691,7 +692,8 @@ def _check_budget(
     output: Path,
     token_bytes: int,
 ) -> None:
-    """Refuse epochs that cannot fit (:mod:`hrm_assets.epoch_budget`) before drawing them."""
+    """Refuse epochs that cannot fit (:mod:`hrm_assets.sampling.epoch_budget`) before drawing
+    them."""
     try:
         check_epoch_budget(
             [TaskDemand(report.name, report.rule, report.rows_per_epoch) for report in reports],
@@ -767,8 +769,8 @@ def _write_epochs(
     progress: bool,
     plan: MixturePlan | None = None,
 ) -> tuple[list[int], np.int64, np.ndarray, dict[str, ManifestEntry], list[np.ndarray]]:
-    """Draw and write every epoch (:mod:`hrm_assets.epoch_draw`; with a mixture ``plan``,
-    :mod:`hrm_assets.mixture.draw`); returns tokens per epoch, their int64 total, the draw
+    """Draw and write every epoch (:mod:`hrm_assets.sampling.epoch_draw`; with a mixture ``plan``,
+    :mod:`hrm_assets.sampling.mixture.draw`); returns tokens per epoch, their int64 total, the draw
     count of every kept row, the manifest entry of each array written (by its path relative
     to ``staged``) and each mixture phase's draw counts (none without a plan)."""
     if plan is not None:
@@ -1014,8 +1016,8 @@ def _sample_snapshot(
                         plan, phase_hits, kept.inst_len + kept.resp_len, kept_bounds
                     ),
                 )
-            # DATACARD.md and datacard.json (hrm_assets.datacard): the run's figures and the
-            # manifest's hashes, in place with the epochs they describe.
+            # DATACARD.md and datacard.json (hrm_assets.sampling.datacard): the run's figures and
+            # the manifest's hashes, in place with the epochs they describe.
             try:
                 write_sampled_data_card(
                     staged,
@@ -1070,8 +1072,8 @@ def _plan_mixture(
     rules: list[PrefixRule],
     config: SamplingConfig,
 ) -> tuple[MixturePlan, list[TaskReport], list[TaskReport]]:
-    """The mixture's rows per task per epoch (:mod:`hrm_assets.mixture.allocation`); returns
-    the plan, the reports with the first epoch's rows per epoch and, for the budget check,
+    """The mixture's rows per task per epoch (:mod:`hrm_assets.sampling.mixture.allocation`);
+    returns the plan, the reports with the first epoch's rows per epoch and, for the budget check,
     each task at its largest rows per epoch over the phases."""
     try:
         groups = task_groups(

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hrm_assets.prefix_config import PrefixRule, SamplingRule
+from hrm_assets.sampling.prefix_config import PrefixRule, SamplingRule
 
 # Each drawn row is four int64 values in every epoch_N/ folder.
 EPOCH_FILE_BYTES_PER_ROW = 4 * 8
 # Drawing one epoch holds, per row: its table index, the shuffle's permutation and shuffled
-# copy, and the four gathered columns (hrm_assets.epoch_draw), all int64.
+# copy, and the four gathered columns (hrm_assets.sampling.epoch_draw), all int64.
 DRAW_MEMORY_BYTES_PER_ROW = 7 * 8
 MEMINFO = Path("/proc/meminfo")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from hrm_assets import _core
-from hrm_assets.sampled_arrays import ManifestEntry, save_npy
+from hrm_assets.sampling.arrays import ManifestEntry, save_npy
 
 # The Rust draw indexes rows with 32 bits (the table's, and an epoch's), so it also uses only
 # numpy's 32-bit branch of bounded draws, the one the check below covers.

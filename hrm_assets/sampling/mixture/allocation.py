@@ -1,6 +1,6 @@
 """From a mixture's weights to rows per task per epoch.
 
-For each phase (:class:`hrm_assets.mixture.config.Phase`):
+For each phase (:class:`hrm_assets.sampling.mixture.config.Phase`):
 
 1. Shares: ``share_g = w_g ** (1/T) / sum_h w_h ** (1/T)`` over the groups that have tasks
    in the tokenized root (a weight of 0 stays 0 at any temperature).
@@ -19,7 +19,7 @@ For each phase (:class:`hrm_assets.mixture.config.Phase`):
    of its exact quota and never above its capacity.
 
 Nothing here is random: the rows themselves are drawn from the seed by
-:mod:`hrm_assets.mixture.draw`.
+:mod:`hrm_assets.sampling.mixture.draw`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hrm_assets.mixture.config import OTHERS_GROUP, Phase
+from hrm_assets.sampling.mixture.config import OTHERS_GROUP, Phase
 
 
 class MixtureAllocationError(ValueError):
@@ -195,7 +195,7 @@ def allocate_mixture(
     phases: Sequence[Phase], tasks: Sequence[TaskSupply], epochs: int, group_by: str = "rule"
 ) -> MixturePlan:
     """Rows per task per epoch for every phase (module docstring); phases must start below
-    ``epochs`` (:func:`hrm_assets.mixture.config.check_phases_fit`). Raises
+    ``epochs`` (:func:`hrm_assets.sampling.mixture.config.check_phases_fit`). Raises
     :class:`MixtureAllocationError` for tasks that can give rows but are in no group."""
     _check_every_task_has_a_group(phases, tasks)
     groups = _group_names(phases, tasks)

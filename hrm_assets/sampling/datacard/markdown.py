@@ -1,7 +1,7 @@
 """``DATACARD.md``: the data card for a person, rendered from the card dict alone.
 
-Everything shown comes from ``datacard.json`` (:mod:`hrm_assets.datacard.builder`), so the two
-files never disagree and the same card renders to the same bytes. The share of the mix is
+Everything shown comes from ``datacard.json`` (:mod:`hrm_assets.sampling.datacard.builder`), so the
+two files never disagree and the same card renders to the same bytes. The share of the mix is
 drawn as text bars, which any Markdown viewer shows and which need no image file.
 """
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hrm_assets.sampling_defaults import SETTINGS
+from hrm_assets.sampling.defaults import SETTINGS
 
 BAR_WIDTH = 30
 UNREGISTERED = "(no registered source)"
@@ -228,8 +228,8 @@ def _group_cell(value: Any, kind: str) -> str:
 
 
 def _mixture_phases(mixture: Mapping[str, Any]) -> list[str]:
-    """The sampler's mixture report (``hrm_assets.mixture.report.MixtureReport``): per phase,
-    target against achieved shares of each group, per epoch."""
+    """The sampler's mixture report (``hrm_assets.sampling.mixture.report.MixtureReport``): per
+    phase, target against achieved shares of each group, per epoch."""
     lines = [
         f"Groups by {_cell(mixture.get('group_by', 'n/a'))}; figures per epoch. Target share: "
         "of the phase's token budget; achieved: of the tokens drawn; unfilled: target tokens "

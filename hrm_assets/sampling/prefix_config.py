@@ -3,7 +3,7 @@
 Types are strict: ``max_per_file: true`` or ``repeat: "2"`` is an error, not 1 or 2 (YAML's
 ``20_000`` is an integer). ``repeat`` is at least 1: ``repeat: 0`` would empty its tasks
 without a word; ``max_per_file: 0`` is the way to leave tasks out. Whether the epochs a rule
-asks for fit is checked against the data by the sampler (:mod:`hrm_assets.epoch_budget`).
+asks for fit is checked against the data by the sampler (:mod:`hrm_assets.sampling.epoch_budget`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # A rules file is data_io's list of rules, or a mapping that holds that list under ``rules``
-# beside hrm-data's optional sections (``mixture``: hrm_assets.mixture.config).
+# beside hrm-data's optional sections (``mixture``: hrm_assets.sampling.mixture.config).
 DOCUMENT_KEYS = ("rules", "mixture")
 
 

@@ -1,8 +1,8 @@
-"""data_io-compatible sampling command: ``python -m hrm_assets.sample key=value ...``.
+"""data_io-compatible sampling command: ``python -m hrm_assets.sampling key=value ...``.
 
 Keys are those of data_io's ``sample_tokenized.py``, plus ``drop_short_after_truncate`` and
 ``tokenizer_path``. The other settings and their defaults (data_io's) are in
-``hrm_assets.sampling_defaults``; the paths default to this project's layout
+``hrm_assets.sampling.defaults``; the paths default to this project's layout
 (``hrm_assets.common.settings``), not data_io's folders:
 
     tokenized_path      $HRM_DATA_ROOT/tokenized        (data_io: data_tokenized_bpe_65k)
@@ -22,10 +22,10 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from hrm_assets.analytics import render_report
 from hrm_assets.common import settings
-from hrm_assets.sampling import SamplingConfig, SamplingError, make_config, sample_tokenized
-from hrm_assets.sampling_defaults import SETTINGS, SamplingSetting, shown_default
+from hrm_assets.sampling.analytics import render_report
+from hrm_assets.sampling.defaults import SETTINGS, SamplingSetting, shown_default
+from hrm_assets.sampling.sampler import SamplingConfig, SamplingError, make_config, sample_tokenized
 
 PROG = "hrm-sample"
 PATH_KEYS = ("tokenized_path", "output_path", "prefix_config_path", "tokenizer_path")
@@ -62,7 +62,7 @@ def _setting_usage(setting: SamplingSetting) -> list[str]:
 
 
 def usage_text() -> str:
-    """The ``--help`` text; the settings' lines come from ``hrm_assets.sampling_defaults``."""
+    """The ``--help`` text; the settings' lines come from ``hrm_assets.sampling.defaults``."""
     lines = [
         f"usage: {PROG} [key=value ...]",
         "",
@@ -90,7 +90,7 @@ class UsageError(ValueError):
 
 def default_values() -> dict[str, object]:
     """The CLI's defaults: project paths from ``hrm_assets.common.settings``, the other settings'
-    from ``hrm_assets.sampling_defaults`` (through ``SamplingConfig``)."""
+    from ``hrm_assets.sampling.defaults`` (through ``SamplingConfig``)."""
     values: dict[str, object] = {
         "tokenized_path": settings.tokenized_root(),
         "output_path": settings.sampled_root() / "local",

@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hrm_assets.datacard.task_sources import sources_of_tasks
+from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
 
 if TYPE_CHECKING:  # the sampler imports this package: no import of it at run time
     from hrm_assets.cleaning.sources import SourceSpec
-    from hrm_assets.sampling import SamplingResult, TaskReport
+    from hrm_assets.sampling.sampler import SamplingResult, TaskReport
 
 CARD_FORMAT = "hrm-data-datacard/1"
 TOKENIZER_JSON_FILE = "tokenizer/tokenizer.json"
@@ -226,6 +226,6 @@ def build_data_card(
             "manifest_sha256": manifest_sha256,
         },
     }
-    if result.mixture is not None:  # hrm_assets.mixture.report.MixtureReport
+    if result.mixture is not None:  # hrm_assets.sampling.mixture.report.MixtureReport
         card["mixture"] = plain_data(result.mixture)
     return card

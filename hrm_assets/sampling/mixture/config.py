@@ -1,7 +1,7 @@
 """The ``mixture:`` section of ``prefix_config.yaml``, validated strictly.
 
 A rules file with a mixture is a mapping: data_io's list of rules under ``rules`` and this
-section under ``mixture`` (``hrm_assets.prefix_config.read_prefix_config``)::
+section under ``mixture`` (``hrm_assets.sampling.prefix_config.read_prefix_config``)::
 
     rules:
       - prefix: "flan__"
@@ -32,7 +32,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hrm_assets.prefix_config import PrefixRule, read_prefix_config
+from hrm_assets.sampling.prefix_config import PrefixRule, read_prefix_config
 
 MIXTURE_KEY = "mixture"
 OTHERS_GROUP = "(others)"

@@ -13,7 +13,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from hrm_assets.datacard.markdown import UNREGISTERED
+from hrm_assets.sampling.datacard.markdown import UNREGISTERED
 
 
 def share_chart_png(card: Mapping[str, Any]) -> bytes:

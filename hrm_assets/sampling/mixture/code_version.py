@@ -12,12 +12,12 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from hrm_assets.common.hashing import value_sha256
-from hrm_assets.prefix_config import read_prefix_config
+from hrm_assets.sampling.prefix_config import read_prefix_config
 
 
 def mixture_code_version() -> str:
     """SHA-256 over the package's source files (by name and content)."""
-    folder = Path(find_spec("hrm_assets.mixture").origin).parent
+    folder = Path(find_spec("hrm_assets.sampling.mixture").origin).parent
     return value_sha256(
         [(path.name, path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.py"))]
     )

@@ -16,17 +16,17 @@ JSON) and ``DATACARD.md``; the same inputs give the same bytes, in any folder.
 Nothing here imports the sampler, numpy or Dagster at import time.
 """
 
-from hrm_assets.datacard.builder import (
+from hrm_assets.sampling.datacard.builder import (
     CARD_FORMAT,
     PrefixConfigRecord,
     build_data_card,
 )
-from hrm_assets.datacard.canonical_json import canonical_json_bytes
-from hrm_assets.datacard.chart import share_chart_png
-from hrm_assets.datacard.code_version import code_version, sampling_code_version
-from hrm_assets.datacard.markdown import render_markdown
-from hrm_assets.datacard.verification import data_card_problems
-from hrm_assets.datacard.writer import (
+from hrm_assets.sampling.datacard.canonical_json import canonical_json_bytes
+from hrm_assets.sampling.datacard.chart import share_chart_png
+from hrm_assets.sampling.datacard.code_version import code_version, sampling_code_version
+from hrm_assets.sampling.datacard.markdown import render_markdown
+from hrm_assets.sampling.datacard.verification import data_card_problems
+from hrm_assets.sampling.datacard.writer import (
     CARD_FILES,
     DATACARD_JSON,
     DATACARD_MARKDOWN,

@@ -1,7 +1,7 @@
 """Target against achieved shares of a mixture, per phase and group: records (Dagster table
 metadata, the data card) and the Markdown section appended to the analytics report.
 
-Figures are per epoch: targets are the allocation's (:mod:`hrm_assets.mixture.allocation`);
+Figures are per epoch: targets are the allocation's (:mod:`hrm_assets.sampling.mixture.allocation`);
 achieved rows are the rows drawn, achieved tokens the drawn rows' tokens averaged over the
 phase's epochs. Tokens miss their target by the difference between the rows drawn and their
 task's mean row, and by any shortfall; rows are within one of their exact quota per task.
@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hrm_assets.mixture.allocation import MixturePlan
-from hrm_assets.span_table import segment_sums
+from hrm_assets.sampling.mixture.allocation import MixturePlan
+from hrm_assets.sampling.span_table import segment_sums
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hrm_assets.mixture.report import render_mixture_section
-from hrm_assets.sampling import GLOBAL_CATEGORY, CoverageStats, SamplingResult
+from hrm_assets.sampling.mixture.report import render_mixture_section
+from hrm_assets.sampling.sampler import GLOBAL_CATEGORY, CoverageStats, SamplingResult
 
 _COVERAGE_HEADER = (
     "| Name | Rows (%) | Tokens (%) | Cov Rows (%) | Cov Toks (%) | Cov IToks (%) | Cov RToks (%) |"

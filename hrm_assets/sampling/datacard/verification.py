@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.manifest import MANIFEST_FILE, ManifestError, read_manifest
-from hrm_assets.datacard.markdown import render_markdown
-from hrm_assets.datacard.writer import DATACARD_JSON, DATACARD_MARKDOWN
+from hrm_assets.sampling.datacard.markdown import render_markdown
+from hrm_assets.sampling.datacard.writer import DATACARD_JSON, DATACARD_MARKDOWN
 
 
 def data_card_problems(folder: Path) -> list[str]:

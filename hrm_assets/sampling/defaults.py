@@ -1,8 +1,9 @@
 """The sampler's settings, their defaults, bounds and help: the one place they are written.
 
-``SamplingConfig`` (``hrm_assets.sampling``), the ``hrm-sample`` command (``hrm_assets.sample``),
-the Dagster run config of ``sampled/<node>`` (``hrm_assets.defs.sampled.assets``) and the table
-in ``docs/SAMPLING.md`` (checked by a test against :func:`markdown_table`) all read them here.
+``SamplingConfig`` (``hrm_assets.sampling.sampler``), the ``hrm-sample`` command
+(``hrm_assets.sampling.cli``), the Dagster run config of ``sampled/<node>``
+(``hrm_assets.defs.sampled.assets``) and the table in ``docs/SAMPLING.md`` (checked by a test
+against :func:`markdown_table`) all read them here.
 
 The numbers are data_io's ``sample_tokenized.py`` defaults (CONTRACTS.md section 3).
 ``drop_short_after_truncate`` is hrm-data's own and off, so the default bytes stay data_io's.

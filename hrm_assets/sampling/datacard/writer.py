@@ -4,7 +4,7 @@ The sampler calls :func:`write_sampled_data_card` on its staged folder after wri
 ``manifest.json``, so the card goes into place with the epochs in the one atomic rename, and a
 folder in place always holds the card of its own bytes. The card files are not listed in the
 manifest (which lists what HRM-Text reads, and which the card describes); the sampler's
-ownership rule (``hrm_assets.sampled_output``) knows them by name.
+ownership rule (``hrm_assets.sampling.output_folder``) knows them by name.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from hrm_assets.common.atomic import atomic_write_bytes, atomic_write_text
 from hrm_assets.common.manifest import manifest_bytes
-from hrm_assets.datacard.builder import PrefixConfigRecord, build_data_card
-from hrm_assets.datacard.canonical_json import canonical_json_bytes
-from hrm_assets.datacard.code_version import code_version
-from hrm_assets.datacard.markdown import render_markdown
-from hrm_assets.prefix_config import PrefixConfigError, PrefixRule, load_prefix_rules
+from hrm_assets.sampling.datacard.builder import PrefixConfigRecord, build_data_card
+from hrm_assets.sampling.datacard.canonical_json import canonical_json_bytes
+from hrm_assets.sampling.datacard.code_version import code_version
+from hrm_assets.sampling.datacard.markdown import render_markdown
+from hrm_assets.sampling.prefix_config import PrefixConfigError, PrefixRule, load_prefix_rules
 
 if TYPE_CHECKING:
-    from hrm_assets.sampling import SamplingResult
+    from hrm_assets.sampling.sampler import SamplingResult
 
 DATACARD_JSON = "datacard.json"
 DATACARD_MARKDOWN = "DATACARD.md"

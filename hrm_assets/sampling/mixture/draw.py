@@ -1,5 +1,5 @@
 """Drawing the epochs of a mixture: each phase is one run of data_io's draw
-(:func:`hrm_assets.epoch_draw.draw_epochs`, Rust or numpy) with the phase's rows per task.
+(:func:`hrm_assets.sampling.epoch_draw.draw_epochs`, Rust or numpy) with the phase's rows per task.
 
 Phase 0 draws from ``Philox(seed)``, as data_io's sampler does, so within it a task takes its
 rows from successive permutations of its own rows exactly as there. A later phase draws from
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hrm_assets.epoch_draw import draw_epochs
-from hrm_assets.mixture.allocation import MixturePlan
-from hrm_assets.sampled_arrays import ManifestEntry
+from hrm_assets.sampling.arrays import ManifestEntry
+from hrm_assets.sampling.epoch_draw import draw_epochs
+from hrm_assets.sampling.mixture.allocation import MixturePlan
 
 PHASE_FOLDER = ".mixture-phase-{index}"
 
