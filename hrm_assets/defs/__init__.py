@@ -1,1 +1,2 @@
-"""Dagster wiring only: each module declares definitions over the pure logic in hrm_assets."""
+"""Dagster wiring only, one package per domain, each exporting its `defs` (merged by
+hrm_assets.definitions); the logic they wire lives in the stage packages of hrm_assets."""
