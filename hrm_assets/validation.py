@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hrm_assets.cleaning.rows import RowError, iter_cleaned_rows
+from hrm_assets.common.settings import METADATA_FILE, TOKENS_FILE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,7 +105,7 @@ def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     try:
         tokens = _load(folder, "tokens")
         spans = {name: _load(folder, name) for name in SPAN_ARRAYS}
-        metadata = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+        metadata = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         report.problem(f"{folder.name}: unreadable: {error}")
         return report
@@ -148,8 +149,8 @@ def check_sampled_folder(folder: Path, epochs: int | None = None) -> CheckReport
         report.problem(f"{folder}: sampled folder is missing (a RAM disk is wiped on reboot)")
         return report
     try:
-        metadata = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
-        tokens = np.load(folder / "tokens.npy", mmap_mode="r")
+        metadata = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        tokens = np.load(folder / TOKENS_FILE, mmap_mode="r")
     except (OSError, ValueError) as error:
         report.problem(f"{folder}: unreadable: {error}")
         return report

@@ -28,12 +28,13 @@ from pathlib import Path
 from hrm_assets import _core
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import is_hidden
+from hrm_assets.common.settings import METADATA_FILE
 
 MANIFEST_FILE: str = _core.MANIFEST_FILE
 MANIFEST_FORMAT: str = _core.MANIFEST_FORMAT
 ARRAY_SUFFIX = ".npy"
 # What HRM-Text reads from a sampled folder besides the arrays, so what its manifest must list.
-SAMPLED_METADATA_FILE = "metadata.json"
+SAMPLED_METADATA_FILE = METADATA_FILE  # HRM-Text reads it beside the epochs
 EPOCH_PREFIX = "epoch_"
 
 

@@ -1,4 +1,5 @@
-"""Where data lives. Every default path of the project is decided here and nowhere else."""
+"""Where data lives. Every default path of the project, and the names of the files the stages
+hand to each other, are decided here and nowhere else."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ RAW_ROOT_ENV = "HRM_RAW_ROOT"
 SOURCES_YAML_ENV = "HRM_SOURCES_YAML"
 SOURCES_YAML_NAME = "sources.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+# File names of the contract between the stages (CONTRACTS.md): a tokenizer folder holds
+# TOKENIZER_JSON; a tokenized root holds TOKENIZER_INFO_FILE, and each task folder and sampled
+# folder METADATA_FILE and TOKENS_FILE.
+TOKENIZER_JSON = "tokenizer.json"
+TOKENIZER_INFO_FILE = "tokenizer_info.json"
+METADATA_FILE = "metadata.json"
+TOKENS_FILE = "tokens.npy"
 
 
 def data_root() -> Path:
@@ -39,6 +48,11 @@ def cleaned_root(root: Path | None = None) -> Path:
 
 def tokenizer_dir(root: Path | None = None) -> Path:
     return (Path(root) if root is not None else data_root()) / "tokenizer"
+
+
+def tokenizer_json(root: Path | None = None) -> Path:
+    """The trained tokenizer's file: ``<root>/tokenizer/tokenizer.json``."""
+    return tokenizer_dir(root) / TOKENIZER_JSON
 
 
 def tokenized_root(root: Path | None = None) -> Path:

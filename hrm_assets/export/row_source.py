@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from hrm_assets.common.manifest import MANIFEST_FILE
+from hrm_assets.common.manifest import MANIFEST_FILE, SAMPLED_METADATA_FILE
 from hrm_assets.common.npy_files import (
     NpyFileError,
     NpyLayout,
@@ -45,7 +45,6 @@ from hrm_assets.sampling.sampler import (
 )
 from hrm_assets.tokenization.snapshot import SnapshotError, tokenized_snapshot
 
-SAMPLED_METADATA_FILE = "metadata.json"
 EPOCH_DIR = re.compile(r"epoch_(\d+)")
 # Token files kept mapped at once while gathering (a corpus has thousands of task files).
 OPEN_TOKEN_FILES = 64

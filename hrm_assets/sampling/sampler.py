@@ -73,6 +73,7 @@ from hrm_assets.common.npy_files import (
     npy_layout_quickly,
 )
 from hrm_assets.common.progress import progress_bar
+from hrm_assets.common.settings import METADATA_FILE, TOKENIZER_INFO_FILE, TOKENS_FILE
 from hrm_assets.sampling import defaults
 from hrm_assets.sampling.arrays import (
     ManifestEntry,
@@ -124,9 +125,6 @@ from hrm_assets.sampling.tokenizer_folder import (
 from hrm_assets.tokenization.snapshot import SnapshotError, TokenizedSnapshot, tokenized_snapshot
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
-TOKENS_FILE = "tokens.npy"
-METADATA_FILE = "metadata.json"
-TOKENIZER_INFO_FILE = "tokenizer_info.json"
 GLOBAL_CATEGORY = "GLOBAL"
 
 Warn = Callable[[str], None]

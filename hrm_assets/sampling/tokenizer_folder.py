@@ -27,10 +27,10 @@ from typing import Any
 
 from hrm_assets import _core
 from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.settings import TOKENIZER_JSON
 from hrm_assets.tokenization.tokenize import resolve_tokenizer_json
 
 TOKENIZER_DIR = "tokenizer"
-TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 # transformers' class for a plain tokenizer.json; every release since 4.x loads it by this name.

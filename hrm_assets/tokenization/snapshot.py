@@ -30,8 +30,8 @@ from pathlib import Path
 
 from hrm_assets.common.atomic import lock_path_for, shared_lock
 from hrm_assets.common.manifest import MANIFEST_FILE
+from hrm_assets.common.settings import TOKENIZER_INFO_FILE
 
-TOKENIZER_INFO_FILE = "tokenizer_info.json"
 # Open files besides the locks: the readers' own files, the output, the interpreter's.
 OPEN_FILE_HEADROOM = 256
 LISTING_ATTEMPTS = 3

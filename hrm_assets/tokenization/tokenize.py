@@ -65,6 +65,7 @@ from hrm_assets.common.atomic import (
 from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
 from hrm_assets.common.manifest import read_manifest, sizes_match
+from hrm_assets.common.settings import TOKENIZER_INFO_FILE, TOKENIZER_JSON
 from hrm_assets.tokenization.framing import (
     DEFAULT_BOQ,
     DEFAULT_EOA,
@@ -75,7 +76,6 @@ from hrm_assets.tokenization.framing import (
 )
 
 CODE_VERSION = f"hrm-tokenize/{_core.FORMAT_VERSION}"
-TOKENIZER_INFO_FILE = "tokenizer_info.json"
 METADATA_FILE: str = _core.METADATA_FILE
 OWNER_MARKER: str = _core.OWNER_MARKER
 ARRAY_FILES: tuple[str, ...] = tuple(_core.ARRAY_FILES)
@@ -90,7 +90,7 @@ def resolve_tokenizer_json(tokenizer_path: str | Path) -> Path:
     """
     path = Path(tokenizer_path)
     if path.is_dir():
-        path = path / "tokenizer.json"
+        path = path / TOKENIZER_JSON
     if not path.is_file():
         raise FileNotFoundError(
             f"{tokenizer_path}: no tokenizer found (expected a tokenizer.json file or a folder "

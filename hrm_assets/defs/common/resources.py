@@ -40,7 +40,7 @@ class DataPaths(dg.ConfigurableResource):
 
     @property
     def tokenizer_json(self) -> Path:
-        return self.tokenizer_dir / "tokenizer.json"
+        return settings.tokenizer_json(self.root)
 
     @property
     def tokenized_root(self) -> Path:
