@@ -1,34 +1,21 @@
-//! hrm-data's tokenization core: cleaned JSONL/Parquet rows to data_io's tokenized folders.
+//! hrm-data's Rust core, which maturin builds into the Python module `hrm_assets._core`. It is
+//! grouped as the pipeline is:
 //!
-//! Plain Rust modules (tested with `cargo test`) do the work; `python` is the thin PyO3 layer
-//! that maturin builds into `hrm_assets._core`.
+//! - [`tokenize`]: cleaned JSONL/Parquet rows to data_io's tokenized folders (read, encode,
+//!   frame, write, durable);
+//! - [`sample`]: the sampler's Philox draw, its `epoch_<n>/` arrays, span table and token copy;
+//! - [`npy`]: the `.npy` headers, element types and writers both stages use;
+//! - [`error`]: the one error type.
+//!
+//! These are plain Rust, tested with `cargo test`. The PyO3 layer (`python`, compiled only with
+//! the `pyo3` feature) has one binding module per stage that converts types and delegates here.
 
-pub mod concat;
-pub mod durable;
-pub mod encode;
-pub mod epochs;
 pub mod error;
-mod fast;
-pub mod framing;
 pub mod npy;
-pub mod output;
-pub mod philox;
-pub mod reader;
-pub mod spans;
+pub mod sample;
+pub mod tokenize;
 
 #[cfg(feature = "pyo3")]
 mod python;
 
-pub use encode::{
-    thread_pool, EncodeStats, Encoder, Engine, EngineChoice, TokenArrays, TokenSink,
-    DEFAULT_BATCH_ROWS,
-};
 pub use error::{Error, Result};
-pub use framing::{FramedRow, Framing, FramingSpec};
-pub use output::{
-    tokenize_files, tokenize_to_folder, FileJob, ARRAY_FILES, METADATA_FILE, OWNER_MARKER,
-};
-
-/// Bumped whenever the bytes written for the same input, tokenizer and framing could change, so
-/// that data versions (and the incremental skip) notice.
-pub const FORMAT_VERSION: &str = "2";

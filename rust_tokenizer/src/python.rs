@@ -15,18 +15,21 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValu
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::concat::{concatenate_tokens, IntType, TokenSource};
-use crate::encode::{thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS};
-use crate::epochs::{write_epochs, RowTable, TaskRows, FIELDS};
 use crate::error::Error;
-use crate::framing::FramingSpec;
 use crate::npy::read_plain_header;
-use crate::output::{
+use crate::npy::IntType;
+use crate::sample::concat::{concatenate_tokens, TokenSource};
+use crate::sample::epoch_draw::{write_epochs, RowTable, TaskRows, FIELDS};
+use crate::sample::philox::{Philox, PhiloxState};
+use crate::sample::spans::read_span_table;
+use crate::tokenize::encode::{
+    thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS,
+};
+use crate::tokenize::frame::FramingSpec;
+use crate::tokenize::write::{
     tokenize_files, tokenize_to_folder, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT,
     METADATA_FILE, OWNER_MARKER,
 };
-use crate::philox::{Philox, PhiloxState};
-use crate::spans::read_span_table;
 
 fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
     let message = err.to_string();
@@ -254,7 +257,7 @@ impl Encoder {
     }
 
     /// Tokenize many cleaned files into their folders in one call, several files at once,
-    /// with one durable sync for the batch (see `output::tokenize_files`).
+    /// with one durable sync for the batch (see `tokenize::write::tokenize_files`).
     ///
     /// `jobs` are `(input_path, output_dir, metadata_json)`. Returns one item per job, in
     /// order: `{"rows", "tokens", "text_bytes", "nulls"}`, or the exception that job raised (not raised here, so
@@ -419,7 +422,7 @@ fn int64_slice<'a>(buffer: &'a PyBuffer<i64>, name: &str) -> PyResult<&'a [i64]>
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
 }
 
-/// Draw `epochs` epochs as data_io does (`rust_tokenizer/src/epochs.rs`) from numpy's Philox
+/// Draw `epochs` epochs as data_io does (`rust_tokenizer/src/sample/epoch_draw.rs`) from numpy's Philox
 /// state, and write `output_dir/epoch_<n>/<field>.npy` (int64, fsynced) for each
 /// `(field, values)` of `fields`, every array one value per kept row. `lengths` are the rows'
 /// tokens; `tasks` are `(rows, rows_per_epoch)` in table order; `hits` (int64, writable) gets
@@ -486,7 +489,7 @@ fn write_epoch_arrays(
 }
 
 /// Every folder's `<field>.npy` for the four span `fields`, back to back as int64, checked
-/// against each folder's token count (`rust_tokenizer/src/spans.rs`). Returns `(four bytes
+/// against each folder's token count (`rust_tokenizer/src/sample/spans.rs`). Returns `(four bytes
 /// objects of int64 values, rows per folder, first inconsistent folder or None)`, or None when
 /// some file is not a plain `numpy.save` array or a folder's arrays differ in length (the
 /// caller reads those its own way). `progress(folders)` gets the folders read since its last
@@ -537,7 +540,7 @@ fn read_span_columns<'py>(
 
 /// The header of the `.npy` file at `path`: `(descr, fortran_order, shape, data_offset)`, when
 /// it is a plain 1-D integer header as `numpy.save` or `ndarray-npy` write them
-/// (`rust_tokenizer/src/npy.rs`); `None` for any other header, which numpy's own parser reads.
+/// (`rust_tokenizer/src/npy/`); `None` for any other header, which numpy's own parser reads.
 /// Raises `OSError` (with errno and filename) if the file cannot be read.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
@@ -566,7 +569,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(write_epoch_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(read_span_columns, module)?)?;
     module.add_function(wrap_pyfunction!(read_npy_header, module)?)?;
-    module.add("FORMAT_VERSION", crate::FORMAT_VERSION)?;
+    module.add("FORMAT_VERSION", crate::tokenize::FORMAT_VERSION)?;
     module.add("OWNER_MARKER", OWNER_MARKER)?;
     module.add("METADATA_FILE", METADATA_FILE)?;
     module.add("MANIFEST_FILE", MANIFEST_FILE)?;

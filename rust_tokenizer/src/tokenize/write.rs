@@ -23,10 +23,10 @@ use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::durable::{sync_dir, sync_folders};
-use crate::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
 use crate::error::{Error, IoContext, Result};
 use crate::npy::{hex_digest, NpyWriter};
+use crate::tokenize::durable::{sync_dir, sync_folders};
+use crate::tokenize::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
 
 pub const TMP_PREFIX: &str = ".tmp-";
 /// Present in every folder this tool writes; only such folders are ever pruned.
@@ -327,9 +327,9 @@ fn write_staged(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::tests::{jsonl, word_spec, word_tokenizer};
-    use crate::encode::thread_pool;
     use crate::npy::{header, HeaderStyle, HEADER_LEN};
+    use crate::tokenize::encode::tests::{jsonl, word_spec, word_tokenizer};
+    use crate::tokenize::encode::thread_pool;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)

@@ -16,46 +16,7 @@ use std::thread;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
-use crate::npy::hex_digest;
-
-/// A 1-D integer element type as numpy describes it (`<u4`, `|u1`, `>i8`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IntType {
-    pub signed: bool,
-    pub size: usize,
-    pub big_endian: bool,
-}
-
-impl IntType {
-    pub fn parse(descr: &str) -> Result<Self> {
-        let bad = || Error::Config(format!("unsupported integer type {descr:?}"));
-        let bytes = descr.as_bytes();
-        let (order, kind, size) = match bytes {
-            [order, kind, size] => (*order, *kind, *size),
-            _ => return Err(bad()),
-        };
-        let size = match size {
-            b'1' | b'2' | b'4' | b'8' => (size - b'0') as usize,
-            _ => return Err(bad()),
-        };
-        let big_endian = match order {
-            b'<' | b'=' => false,
-            b'|' if size == 1 => false,
-            b'>' => true,
-            _ => return Err(bad()),
-        };
-        let signed = match kind {
-            b'i' => true,
-            b'u' => false,
-            _ => return Err(bad()),
-        };
-        Ok(IntType {
-            signed,
-            size,
-            big_endian: big_endian && size > 1,
-        })
-    }
-}
+use crate::npy::{hex_digest, IntType};
 
 /// One task's token array: where its elements start in its `.npy` file, and how many.
 #[derive(Clone, Debug)]
@@ -377,17 +338,6 @@ mod tests {
             element,
             count: (bytes.len() / element.size) as u64,
             data_offset: 16,
-        }
-    }
-
-    #[test]
-    fn parses_numpy_type_strings() {
-        let u4 = IntType::parse("<u4").unwrap();
-        assert_eq!((u4.signed, u4.size, u4.big_endian), (false, 4, false));
-        assert!(IntType::parse(">i8").unwrap().big_endian);
-        assert!(!IntType::parse("|u1").unwrap().big_endian);
-        for bad in ["<f4", "u4", "<u3", "|u4", "<U4", ""] {
-            assert!(IntType::parse(bad).is_err(), "{bad}");
         }
     }
 

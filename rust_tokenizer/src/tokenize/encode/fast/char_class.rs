@@ -201,7 +201,7 @@ mod tests {
         if expected != include_str!("char_class_table.rs") {
             let out = concat!(env!("CARGO_MANIFEST_DIR"), "/target/char_class_table.rs");
             std::fs::write(out, &expected).unwrap();
-            panic!("src/fast/char_class_table.rs is out of date: the engine's is in {out}");
+            panic!("src/tokenize/encode/fast/char_class_table.rs is out of date: the engine's is in {out}");
         }
     }
 

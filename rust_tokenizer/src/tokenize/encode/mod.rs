@@ -5,7 +5,7 @@
 //! of rows and one of framed tokens are in memory at a time.
 //!
 //! Two engines give the same ids: the `tokenizers` crate itself (the reference), and the fast
-//! engine (`crate::fast`) for tokenizers of data_io's family, chosen automatically when it applies.
+//! engine ([`fast`]) for tokenizers of data_io's family, chosen automatically when it applies.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,15 +15,17 @@ use std::str::FromStr;
 use rayon::prelude::*;
 use tokenizers::Tokenizer;
 
+mod fast;
+
 use crate::error::{Error, IoContext, Result};
-use crate::fast::FastEncoder;
-use crate::framing::{FramedRow, Framing, FramingSpec};
-use crate::reader::{Row, RowReader};
+use crate::tokenize::frame::{FramedRow, Framing, FramingSpec};
+use crate::tokenize::read::{Row, RowReader};
+use fast::FastEncoder;
 
 /// Rows per batch: large enough to keep every thread busy, small enough to bound memory.
 pub const DEFAULT_BATCH_ROWS: usize = 4096;
 
-/// Where framed rows go: in memory (tests) or `.npy` files (`output::NpyFolderWriter`).
+/// Where framed rows go: in memory (tests) or `.npy` files (`tokenize::write::NpyFolderWriter`).
 pub trait TokenSink {
     fn append(&mut self, arrays: &TokenArrays) -> Result<()>;
 }
@@ -125,7 +127,7 @@ pub struct EncodeStats {
 /// The implementation that turns text into ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
-    /// `crate::fast`: exact for data_io's tokenizer family, many times faster.
+    /// [`fast`]: exact for data_io's tokenizer family, many times faster.
     Fast,
     /// The `tokenizers` crate: any tokenizer.
     Reference,

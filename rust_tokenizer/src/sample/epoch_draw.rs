@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::error::{Error, IoContext, Result};
 use crate::npy::HashedNpyWriter;
-use crate::philox::Philox;
+use crate::sample::philox::Philox;
 
 /// One task's kept rows (consecutive in the table, after the previous task's) and how many of
 /// them an epoch takes (more than it has when the task is repeated).
@@ -195,7 +195,7 @@ pub fn write_epochs(
 mod tests {
     use super::*;
     use crate::npy::HEADER_LEN;
-    use crate::philox::seeded_zero as rng;
+    use crate::sample::philox::seeded_zero as rng;
 
     fn read_i64s(path: &Path) -> Vec<i64> {
         fs::read(path).unwrap()[HEADER_LEN..]

@@ -196,7 +196,7 @@ fn space_run_end(classes: &CharClasses, bytes: &[u8], start: usize) -> usize {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::fast::family::SPLIT_PATTERN;
+    use crate::tokenize::encode::fast::family::SPLIT_PATTERN;
     use onig::Regex;
     use proptest::prelude::*;
 

@@ -21,8 +21,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::concat::IntType;
 use crate::error::{IoContext, Result};
+
+mod int_type;
+pub use int_type::IntType;
 
 const MAGIC: &[u8] = b"\x93NUMPY\x01\x00";
 /// Where a 1-D array's data starts, in either style (see [`header`]).
@@ -154,7 +156,7 @@ pub fn read_plain_header(path: &Path) -> Result<Option<PlainHeader>> {
 
 /// Streams a 1-D array to a `.npy` file with data_io's tokenizer header
 /// ([`HeaderStyle::NdarrayNpy`]); `finish` writes the final length. Durability is the caller's
-/// (`durable::sync_folders` for a batch of folders).
+/// (`tokenize::durable::sync_folders` for a batch of folders).
 pub struct NpyWriter<T: NpyElement> {
     path: PathBuf,
     out: BufWriter<File>,

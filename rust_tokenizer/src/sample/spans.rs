@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
-use crate::concat::{cast, IntType};
-use crate::epochs::FIELDS;
-use crate::npy::parse_plain_header;
+use crate::npy::{parse_plain_header, IntType};
+use crate::sample::concat::cast;
+use crate::sample::epoch_draw::FIELDS;
 
 /// The rows of every task, field by field, and where they fail data_io's consistency rules.
 #[derive(Debug, PartialEq, Eq)]
