@@ -2,26 +2,22 @@
 
 A sampled corpus has thousands of small arrays, where ``numpy.load``'s cost is mostly parsing
 the header with ``ast.literal_eval``. The headers of a 1-D integer array have two fixed forms,
-matched here by one regular expression: ``numpy.save``'s
-(``{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }``) and that of Rust's
-``ndarray-npy``, which data_io's tokenizer and ours write (the same without the ``, `` before
-``}``). Any other header goes through numpy's own parser, so nothing valid is refused.
+``numpy.save``'s (``{'descr': '<i8', 'fortran_order': False, 'shape': (N,), }``) and that of
+Rust's ``ndarray-npy``, which data_io's tokenizer and ours write (the same without the ``, ``
+before ``}``). They are read by the Rust core's parser (``hrm_assets._core.read_npy_header``,
+``rust_tokenizer/src/npy/``), the one statement of that rule for both languages. Any other
+header goes through numpy's own parser, so nothing valid is refused.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-_MAGIC = b"\x93NUMPY"
-_PLAIN_HEADER = re.compile(
-    rb"\{'descr': '(?P<descr>[<>|=]?[iu][1248])', 'fortran_order': False, "
-    rb"'shape': \((?P<length>\d+),\)(?:, )?\} *\n"
-)
+from hrm_assets import _core
 
 
 class NpyFileError(ValueError):
@@ -35,13 +31,9 @@ class NpyLayout(NamedTuple):
 
 
 def _read_header(handle: BinaryIO, path: Path) -> NpyLayout:
-    prefix = handle.read(10)
-    if len(prefix) == 10 and prefix.startswith(_MAGIC) and prefix[6:8] == b"\x01\x00":
-        header_length = int.from_bytes(prefix[8:10], "little")
-        match = _PLAIN_HEADER.fullmatch(handle.read(header_length))
-        if match is not None:
-            dtype = np.dtype(match["descr"].decode("ascii"))
-            return NpyLayout(dtype, int(match["length"]), 10 + header_length)
+    layout = _plain_layout(path)
+    if layout is not None:
+        return layout
     handle.seek(0)
     version = np.lib.format.read_magic(handle)
     if version == (1, 0):
@@ -98,21 +90,22 @@ def load_integers(path: Path) -> np.ndarray:
     return array
 
 
-_DTYPES: dict[bytes, np.dtype] = {}
+_DTYPES: dict[str, np.dtype] = {}
 
 
-def _plain_layout(prefix: bytes) -> NpyLayout | None:
-    """The layout of a plain 1-D integer header (numpy's or ndarray-npy's) at the start of
-    ``prefix``."""
-    if prefix[:8] != _MAGIC + b"\x01\x00":
+def _plain_layout(path: str | Path) -> NpyLayout | None:
+    """The layout of a plain 1-D integer header (numpy's or ndarray-npy's), from the Rust
+    core's parser; None for any other header, or a file it cannot read (the callers' numpy
+    path then names the problem)."""
+    try:
+        header = _core.read_npy_header(path)
+    except OSError:
         return None
-    data_offset = 10 + int.from_bytes(prefix[8:10], "little")
-    match = _PLAIN_HEADER.fullmatch(prefix, 10, data_offset)
-    if match is None:
+    if header is None:
         return None
-    descr = match["descr"]
-    dtype = _DTYPES.get(descr) or _DTYPES.setdefault(descr, np.dtype(descr.decode()))
-    return NpyLayout(dtype, int(match["length"]), data_offset)
+    descr, _, (length,), data_offset = header
+    dtype = _DTYPES.get(descr) or _DTYPES.setdefault(descr, np.dtype(descr))
+    return NpyLayout(dtype, length, data_offset)
 
 
 def _fits(layout: NpyLayout | None, size: int) -> bool:
@@ -120,24 +113,24 @@ def _fits(layout: NpyLayout | None, size: int) -> bool:
 
 
 def npy_layout_quickly(path: str) -> NpyLayout:
-    """:func:`npy_layout` from one small read for a plain header (numpy's or ndarray-npy's);
-    anything else goes through :func:`npy_layout` and its errors."""
+    """:func:`npy_layout` from the Rust parser's small read for a plain header (numpy's or
+    ndarray-npy's); anything else goes through :func:`npy_layout` and its errors."""
+    layout = _plain_layout(path)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        size = os.stat(path).st_size
     except OSError:
         return npy_layout(path)
-    try:
-        layout = _plain_layout(os.pread(fd, 256, 0))
-        size = os.fstat(fd).st_size
-    finally:
-        os.close(fd)
     return layout if _fits(layout, size) else npy_layout(path)
 
 
 def load_integers_quickly(path: str) -> np.ndarray:
-    """:func:`load_integers` in one read for plain files (numpy's or ndarray-npy's 1-D header,
-    nothing missing); the array is read-only. Anything else goes through
-    :func:`load_integers`, so errors are the same and name the file."""
+    """:func:`load_integers` for plain files (numpy's or ndarray-npy's 1-D header, nothing
+    missing): the header from the Rust parser, then the file in one read; the array is
+    read-only. Anything else goes through :func:`load_integers`, so errors are the same and
+    name the file."""
+    layout = _plain_layout(path)
+    if layout is None:
+        return load_integers(path)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -146,7 +139,6 @@ def load_integers_quickly(path: str) -> np.ndarray:
         data = os.read(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
-    layout = _plain_layout(data)
     if _fits(layout, len(data)):
         return np.frombuffer(
             data, dtype=layout.dtype, count=layout.length, offset=layout.data_offset
