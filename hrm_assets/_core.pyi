@@ -1,4 +1,4 @@
-"""Type stub of the Rust extension ``hrm_assets._core`` (rust_tokenizer/src/python.rs)."""
+"""Type stub of the Rust extension ``hrm_assets._core`` (bindings: rust_tokenizer/src/python/)."""
 
 from collections.abc import Callable
 from os import PathLike

@@ -1,0 +1,28 @@
+//! The PyO3 layer: the Python module `hrm_assets._core` over the plain-Rust core, one binding
+//! module per stage, as the HF `tokenizers` bindings are. A binding converts Python values to
+//! the core's types and back, runs the core's work without the GIL (`py.detach`) and maps its
+//! errors to Python exceptions ([`errors`]); the logic stays in the core.
+//!
+//! - [`tokenize`] binds the `Encoder` class and the file names of a tokenized folder;
+//! - [`sample`] binds `philox_permutation`, `write_epoch_arrays`, `read_span_columns` and
+//!   `concatenate_token_arrays`;
+//! - [`npy`] binds `read_npy_header`.
+//!
+//! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
+//! compiled module by `tests/test_extension_stub.py`).
+
+use pyo3::prelude::*;
+
+mod errors;
+mod npy;
+mod progress;
+mod sample;
+mod tokenize;
+
+#[pymodule]
+fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    tokenize::register(module)?;
+    sample::register(module)?;
+    npy::register(module)?;
+    Ok(())
+}
