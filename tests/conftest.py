@@ -79,4 +79,4 @@ def small_tokenizer_path(tmp_path_factory) -> Path:
 
 
 # The materialized demo graph (slow to build: one per session, copied per test).
-from graph_fixture import built_graph, graph  # noqa: E402, F401
+from support.graph_fixture import built_graph, graph  # noqa: E402, F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 import pytest
-from graph_fixture import Graph
+from support.graph_fixture import Graph
 
 from hrm_assets.defs.common.keys import cleaned_key, raw_key, tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from test_sampled_asset import OP_NAME, data_paths, materialize  # noqa: F401 (a fixture)
-from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
+from support.sampled_asset import OP_NAME, data_paths, materialize  # noqa: F401 (a fixture)
+from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
 
 from hrm_assets.cleaning.sources import SOURCES, get_source
 from hrm_assets.common.hashing import file_sha256
@@ -387,7 +387,7 @@ def test_the_sampled_asset_shows_the_card(data_paths):  # noqa: F811 (the fixtur
 
 
 def test_a_sampled_mixture_is_in_the_card(tmp_path):
-    from test_mixture import TASKS, write_config
+    from support.mixture_config import TASKS, write_config
 
     tokenized = write_tokenized(
         tmp_path / "tok",

@@ -8,8 +8,8 @@ import base64
 
 import dagster as dg
 import numpy as np
-from test_export_megatron import sampled_rows
-from test_sampled_asset import data_paths  # noqa: F401 (fixture)
+from support.sampled_asset import data_paths  # noqa: F401 (fixture)
+from support.sampled_corpus import sampled_rows
 
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.common.keys import export_key

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_export_megatron import CONTEXT_SIZE, corpus_rows, make_sampled, sampled_rows
-from test_sampling import write_tokenized
+from support.sampled_corpus import CONTEXT_SIZE, corpus_rows, make_sampled, sampled_rows
+from support.tokenized_trees import write_tokenized
 
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.export.cli import main

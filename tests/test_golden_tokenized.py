@@ -17,7 +17,7 @@ import dagster as dg
 import numpy as np
 import pytest
 from conftest import REPO_ROOT
-from test_sampling import tree_bytes
+from support.tokenized_trees import tree_bytes
 
 from hrm_assets import _core
 from hrm_assets.cleaning.sources import SOURCES

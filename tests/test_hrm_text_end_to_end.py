@@ -27,7 +27,8 @@ import pytest
 import transformers
 from conftest import TRICKY_TEXTS
 from pydantic import BaseModel
-from test_sampling import write_rules, write_tokenized
+from support.cleaned_rows import PLAIN_TEXTS, cleaned_rows
+from support.tokenized_trees import write_rules, write_tokenized
 
 from hrm_assets.common.manifest import read_manifest, verify_folder
 from hrm_assets.sampling import cli as sample
@@ -38,9 +39,6 @@ from hrm_assets.tokenizer.train import train_tokenizer
 
 SPAN_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
 CONTEXT_SIZE = 40
-# Texts without special-token strings: inside cleaned text those are plain text for our
-# tokenizer (encode_special_tokens) but special tokens for transformers' default encoding.
-PLAIN_TEXTS = [text for text in TRICKY_TEXTS if "<|" not in text and "<think>" not in text]
 
 
 # --------------------------------------------------------------------------- HRM-Text's side
@@ -97,28 +95,6 @@ def export_tokenizer_folder(path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------- our side
-
-
-def cleaned_rows() -> dict[str, list[dict[str, str]]]:
-    """Two cleaned files: tricky texts, and instructions of growing length. A digit and a
-    space are one token each whatever the vocabulary (the split regex isolates them), so an
-    instruction of k digits is BOQ + tags + 2k - 1 tokens + EOQ: with two tags and k = 18 it
-    leaves a context of 40 room for one response token."""
-    conditions = ["cot", "direct", "noisy,cot", "synth"]
-    tricky = [
-        {"condition": conditions[i % 4], "instruction": text, "response": PLAIN_TEXTS[-1 - i]}
-        for i, text in enumerate(PLAIN_TEXTS)
-    ]
-    growing = [
-        {
-            "condition": condition,
-            "instruction": " ".join(str(j % 10) for j in range(k)),
-            "response": f"The answer is {k * 7} apples and {k} pears.",
-        }
-        for k in range(1, 22)
-        for condition in ("cot", "noisy,cot")
-    ]
-    return {"tricky.jsonl": tricky, "growing.jsonl": growing}
 
 
 @pytest.fixture

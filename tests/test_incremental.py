@@ -11,7 +11,7 @@ import shutil
 
 import dagster as dg
 import pytest
-from graph_fixture import EPOCHS, VOCAB, Graph
+from support.graph_fixture import EPOCHS, VOCAB, Graph
 
 from hrm_assets.definitions import build_definitions
 from hrm_assets.defs.common.keys import cleaned_key, raw_key, tokenized_key

@@ -5,6 +5,7 @@ bounded number of open database files."""
 import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
+from support.instance_config import write_config
 
 from hrm_assets.instance_storage import OPEN_DATABASES, PooledSqliteEventLogStorage
 
@@ -14,14 +15,6 @@ PARTITIONS = dg.StaticPartitionsDefinition([f"p{index}" for index in range(OPEN_
 @dg.asset(partitions_def=PARTITIONS)
 def numbers(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"partition": context.partition_key})
-
-
-def write_config(home, base_dir) -> None:
-    (home / "dagster.yaml").write_text(
-        "storage:\n  custom:\n    module: hrm_assets.instance_storage\n"
-        f"    class: PooledSqliteStorage\n    config:\n      base_dir: {base_dir}\n"
-        "telemetry:\n  enabled: false\n"
-    )
 
 
 @pytest.fixture

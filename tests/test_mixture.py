@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_sampling import tree_bytes, write_tokenized
+from support.mixture_config import RULES, TASKS, write_config
+from support.tokenized_trees import tree_bytes, write_tokenized
 
 from hrm_assets.sampling.analytics import render_data_io_report, render_report
 from hrm_assets.sampling.mixture.allocation import (
@@ -34,18 +35,6 @@ from hrm_assets.sampling.mixture.draw import phase_seed
 from hrm_assets.sampling.prefix_config import load_prefix_rules
 from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
 
-# name: (rows, instruction tokens, response tokens) -- every row of a task alike.
-TASKS = {
-    "a__1.jsonl": (40, 3, 5),
-    "a__2.jsonl": (20, 2, 8),
-    "b.jsonl": (30, 4, 6),
-    "c.jsonl": (10, 5, 15),
-}
-RULES = [
-    {"prefix": "a__", "max_per_file": 30},
-    {"prefix": "b.jsonl", "repeat": 2},
-    {"prefix": "c.jsonl"},
-]
 # Rows per epoch each task's rule allows, and its tokens per row.
 CAPACITY = {"a__1.jsonl": 30, "a__2.jsonl": 20, "b.jsonl": 60, "c.jsonl": 10}
 ROW_TOKENS = {name: inst + resp for name, (_, inst, resp) in TASKS.items()}
@@ -58,12 +47,6 @@ def tokenized(tmp_path) -> Path:
         tmp_path / "tok",
         {name: [(inst, resp)] * rows for name, (rows, inst, resp) in TASKS.items()},
     )
-
-
-def write_config(path: Path, mixture: dict | None, rules=RULES) -> Path:
-    document = rules if mixture is None else {"rules": rules, "mixture": mixture}
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def run(tmp_path: Path, tokenized: Path, mixture: dict | None, name="out", **settings):

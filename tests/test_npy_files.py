@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ndarray_npy import ndarray_npy_bytes
+from support.ndarray_npy import ndarray_npy_bytes
 
 from hrm_assets.common.npy_files import (
     NpyFileError,

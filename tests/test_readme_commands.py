@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ui_browser import (
+from support.ui_browser import (
     free_port,
     graphql,
     log_tail,

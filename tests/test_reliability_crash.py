@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO_ROOT
+from support.tokenized_trees import tree_bytes, write_rules
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
-from test_sampling import tree_bytes, write_rules
 
 from hrm_assets.common.manifest import verify_folder
 

@@ -5,21 +5,21 @@ byte for byte, and ``manifest_valid`` catches what a skip cannot see.
 Each test builds the assets it needs over a temporary data root and a temporary Dagster
 instance (``hrm_assets.definitions`` reads the environment at import, so it is not used)."""
 
+# ruff: noqa: F401, F811  (the shared fixtures are imported by name)
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from support.dagster_instance import data_paths, failure_text, instance
+from support.tokenized_trees import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
-from test_sampling import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
 
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.cleaned.assets import build_cleaned_asset
-from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.assets import build_sampled_asset
 from hrm_assets.defs.sampled.checks import build_sampled_manifest_check
 from hrm_assets.defs.tokenized.assets import build_tokenized_asset
@@ -28,38 +28,6 @@ from hrm_assets.sampling.training_nodes import TrainingNode
 
 GSM8K = SOURCES["gsm8k_train"]
 PARTITION = "gsm8k_train.jsonl"
-
-
-@pytest.fixture
-def instance(tmp_path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    with dg.instance_for_test(temp_dir=str(home)) as instance:
-        yield instance
-
-
-@pytest.fixture
-def data_paths(tmp_path, small_tokenizer_path) -> DataPaths:
-    paths = DataPaths(
-        data_root=str(tmp_path / "data"),
-        raw_root=str(tmp_path / "raw"),
-        prefix_config_path=str(write_rules(tmp_path / "prefix_config.yaml", MIXED_RULES)),
-    )
-    paths.tokenizer_dir.mkdir(parents=True)
-    shutil.copy(small_tokenizer_path, paths.tokenizer_json)
-    return paths
-
-
-def failure_text(result: dg.ExecuteInProcessResult) -> str:
-    """The messages of every step failure's error and of its causes."""
-    messages = []
-    for event in result.all_events:
-        if event.is_step_failure:
-            error = event.step_failure_data.error
-            while error is not None:
-                messages.append(error.message)
-                error = error.cause or error.context
-    return "\n".join(messages)
 
 
 def check_evaluations(result) -> dict[str, dg.AssetCheckEvaluation]:

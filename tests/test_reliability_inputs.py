@@ -14,16 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO_ROOT
+from support.tokenized_trees import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
 from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
-from test_sampling import (
-    MIXED,
-    MIXED_RULES,
-    reference_sample,
-    tree_bytes,
-    without_data_card,
-    write_rules,
-    write_tokenized,
-)
+from test_sampling import reference_sample, without_data_card
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from hrm_assets.common.manifest import verify_folder

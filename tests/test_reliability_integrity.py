@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO_ROOT, TRICKY_TEXTS
+from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
 from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
-from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
 from hrm_assets import _core, verify
 from hrm_assets.common.layout import scan_cleaned_files

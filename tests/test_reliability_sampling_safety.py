@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO_ROOT
+from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
-from test_sampling import MIXED, MIXED_RULES, write_rules, write_tokenized
 
 from hrm_assets import verify
 from hrm_assets.common.atomic import exclusive_lock, lock_path_for, shared_lock

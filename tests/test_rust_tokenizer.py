@@ -18,7 +18,7 @@ import pytest
 from conftest import TRICKY_TEXTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ndarray_npy import ndarray_npy_bytes
+from support.ndarray_npy import ndarray_npy_bytes
 from tokenizers import Tokenizer
 
 from hrm_assets import _core

@@ -10,16 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_sampling import (
+from support.tokenized_trees import (
     MIXED,
     MIXED_RULES,
     random_rows,
-    reference_sample,
     tree_bytes,
-    without_data_card,
     write_rules,
     write_tokenized,
 )
+from test_sampling import reference_sample, without_data_card
 
 from hrm_assets.common import settings
 from hrm_assets.sampling import cli as sample

@@ -15,9 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.tokenized_trees import (
+    MIXED,
+    MIXED_RULES,
+    SPAN_NAMES,
+    random_rows,
+    tree_bytes,
+    write_rules,
+    write_tokenized,
+)
 
 from hrm_assets.sampling import arrays as sampled_arrays
 from hrm_assets.sampling import epoch_draw
@@ -44,59 +52,7 @@ from hrm_assets.sampling.sampler import (
 )
 from hrm_assets.sampling.span_table import bounds_of, segment_sums
 
-SPAN_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
-
-
 # --------------------------------------------------------------------------- fixtures
-
-
-def write_tokenized(
-    root: Path,
-    tasks: dict[str, list[tuple[int, int]]],
-    vocab_size=1000,
-    seed: int = 0,
-    info_extra: dict | None = None,
-) -> Path:
-    """A tokenized root like data_io's tokenizer writes: ``<u4`` tokens, ``<u8`` spans."""
-    rng = np.random.default_rng(seed)
-    root.mkdir(parents=True, exist_ok=True)
-    info = {
-        "boq": "<|im_start|>",
-        "condition_mapping": {"cot": "<|object_ref_end|>", "direct": "<|object_ref_start|>"},
-        "eoa": "<|box_end|>",
-        "eoq": "<|im_end|>",
-        "tokenizer_path": "tokenizers/bpé/tokenizer.json",
-        "vocab_size": vocab_size,
-        **(info_extra or {}),
-    }
-    (root / "tokenizer_info.json").write_text(json.dumps(info, sort_keys=True), encoding="utf-8")
-    high = vocab_size if vocab_size is not None else 100_000
-    for name, rows in tasks.items():
-        task = root / name
-        task.mkdir()
-        tokens: list[int] = []
-        spans = {key: [] for key in SPAN_NAMES}
-        for inst_len, resp_len in rows:
-            spans["inst_start"].append(len(tokens))
-            spans["inst_len"].append(inst_len)
-            tokens.extend(int(t) for t in rng.integers(0, high, inst_len))
-            spans["resp_start"].append(len(tokens))
-            spans["resp_len"].append(resp_len)
-            tokens.extend(int(t) for t in rng.integers(0, high, resp_len))
-        np.save(task / "tokens.npy", np.array(tokens, dtype="<u4"))
-        for key, values in spans.items():
-            np.save(task / f"{key}.npy", np.array(values, dtype="<u8"))
-    return root
-
-
-def write_rules(path: Path, rules: list[dict]) -> Path:
-    path.write_text(yaml.safe_dump(rules, sort_keys=False), encoding="utf-8")
-    return path
-
-
-def random_rows(seed: int, count: int, max_inst: int = 40, max_resp: int = 40):
-    rng = np.random.default_rng(seed)
-    return [(int(rng.integers(1, max_inst)), int(rng.integers(0, max_resp))) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- the reference
@@ -284,10 +240,6 @@ def reference_report(tasks: list[dict]) -> str:
     return out
 
 
-def tree_bytes(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
 def without_data_card(tree: dict[str, bytes]) -> dict[str, bytes]:
     """A sampled folder's files less its data card (hrm_assets.sampling.datacard, tested in
     test_datacard.py), which the reference does not write."""
@@ -312,23 +264,6 @@ def run_both(tmp_path: Path, tasks, rules, vocab_size=1000, data_seed=0, **kwarg
 
 # --------------------------------------------------------------------------- byte identity
 
-MIXED = {
-    "SYNTH__a.parquet": random_rows(1, 50),
-    "flan__cot_x.parquet": random_rows(2, 30),
-    "flan__y.parquet": random_rows(3, 40, 80, 80),
-    "gsm8k_train.jsonl": random_rows(4, 7),
-    "Platypus__arb.jsonl": random_rows(5, 5),
-    "empty.jsonl": [],
-    "zz_long.jsonl": random_rows(6, 20, 100, 100),
-}
-MIXED_RULES = [
-    {"prefix": "SYNTH__", "max_per_file": 20},
-    {"prefix": "flan__cot_"},
-    {"prefix": "flan__", "max_per_file": 15, "long_context": "drop"},
-    {"prefix": "zz_", "long_context": "drop"},
-    {"prefix": "Platypus__", "repeat": 3},
-    {"prefix": "gsm8k", "repeat": 2, "max_per_file": 5},
-]
 
 CASES = {
     "caps-repeat-drop-truncate-empty": (MIXED, MIXED_RULES, 1000, dict(epochs=3, context_size=60)),

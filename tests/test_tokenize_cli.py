@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO_ROOT, TRICKY_TEXTS
+from support.tokenized_rows import rows_of
 from test_rust_tokenizer import (
     assert_folder_matches,
     gsm8k_rows,
@@ -80,14 +81,6 @@ def other_tokenizer_path(tmp_path_factory, real_raw) -> Path:
 def run_cli(capsys, *args) -> tuple[int, str]:
     code = main([*map(str, args), "--no-progress"])
     return code, capsys.readouterr().err
-
-
-def rows_of(path: Path) -> list[dict]:
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def stamps(out: Path) -> dict[str, tuple[int, int]]:

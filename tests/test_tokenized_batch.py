@@ -17,10 +17,10 @@ import pytest
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
-from test_instance_storage import write_config
-from test_reliability_dagster import data_paths, failure_text, instance
+from support.dagster_instance import data_paths, failure_text, instance
+from support.instance_config import write_config
+from support.tokenized_trees import tree_bytes
 from test_rust_tokenizer import gsm8k_rows
-from test_sampling import tree_bytes
 
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.manifest import verify_folder

@@ -36,7 +36,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
-from ui_browser import (
+from support.ui_browser import (
     DevToolsPage,
     GiveUp,
     HeadlessChromium,

@@ -3,6 +3,9 @@
 data_io's Rust tokenizer saves its arrays with the `ndarray-npy` crate (0.10): format version
 1.0, the dictionary without numpy's trailing ``, `` before ``}``, then 1 to 64 spaces (never 0)
 and a newline, so the whole header is a multiple of 64 bytes.
+
+A restatement on purpose: an oracle written from the format, sharing nothing with the parser
+it checks (``hrm_assets._core.read_npy_header``, the one the code uses).
 """
 
 from __future__ import annotations
