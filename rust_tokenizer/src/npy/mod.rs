@@ -10,8 +10,8 @@
 //! header first, stream the data, and patch the length in at the end without moving anything:
 //! arrays never have to fit in memory.
 //!
-//! The reader's side, [`parse_plain_header`], accepts exactly these two headers (any length,
-//! any integer type); anything else is for numpy's own parser.
+//! The reader's side: [`parse_plain_header`] and [`read_plain_header`] accept exactly these two
+//! headers (any length, any integer type, [`IntType`]); anything else is for numpy's own parser.
 
 use std::borrow::Cow;
 use std::fs::File;

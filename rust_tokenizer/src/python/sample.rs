@@ -20,7 +20,8 @@ use crate::sample::spans::read_span_table;
 /// bits kept, as numpy's unsafe cast), into `destination`, fsynced. `sources` are
 /// `(path, numpy type string, element count, data offset)`. `progress(elements)` receives the
 /// elements hashed since its last call, at most every 200 ms and once at the end; an exception
-/// it raises stops the copy and propagates. Returns `(largest source value or None, sha256 hex, size in bytes)`.
+/// it raises stops the copy and propagates. Returns `(largest source value or None, sha256
+/// hex, size in bytes)`.
 #[pyfunction]
 #[pyo3(signature = (destination, header, sources, dtype, workers = 2, block_elements = 1 << 19, progress = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -121,10 +122,10 @@ fn int64_slice<'a>(buffer: &'a PyBuffer<i64>, name: &str) -> PyResult<&'a [i64]>
     Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
 }
 
-/// Draw `epochs` epochs as data_io does (`rust_tokenizer/src/sample/epoch_draw.rs`) from numpy's Philox
-/// state, and write `output_dir/epoch_<n>/<field>.npy` (int64, fsynced) for each
-/// `(field, values)` of `fields`, every array one value per kept row. `lengths` are the rows'
-/// tokens; `tasks` are `(rows, rows_per_epoch)` in table order; `hits` (int64, writable) gets
+/// Draw `epochs` epochs as data_io does (`rust_tokenizer/src/sample/epoch_draw.rs`) from
+/// numpy's Philox state, and write `output_dir/epoch_<n>/<field>.npy` (int64, fsynced) for
+/// each `(field, values)` of `fields`, every array one value per kept row. `lengths` are the
+/// rows' tokens; `tasks` are `(rows, rows_per_epoch)` in table order; `hits` (int64, writable) gets
 /// each row's draw count added. `progress()` is called after each epoch; an exception it raises
 /// stops the draw. Returns `(tokens per epoch, [(relative path, size, sha256)], Philox state)`.
 #[pyfunction]
@@ -188,11 +189,12 @@ fn write_epoch_arrays(
 }
 
 /// Every folder's `<field>.npy` for the four span `fields`, back to back as int64, checked
-/// against each folder's token count (`rust_tokenizer/src/sample/spans.rs`). Returns `(four bytes
-/// objects of int64 values, rows per folder, first inconsistent folder or None)`, or None when
-/// some file is not a plain `numpy.save` array or a folder's arrays differ in length (the
-/// caller reads those its own way). `progress(folders)` gets the folders read since its last
-/// call, at most every 200 ms and once at the end.
+/// against each folder's token count (`rust_tokenizer/src/sample/spans.rs`). Returns `(four
+/// bytes objects of int64 values, rows per folder, first inconsistent folder or None)`, or None
+/// when some file is not a plain 1-D integer array (as `numpy.save` or `ndarray-npy` write it)
+/// or a folder's arrays differ in length (the caller reads those its own way).
+/// `progress(folders)` gets the folders read since its last call, at most every 200 ms and once
+/// at the end.
 #[pyfunction]
 #[pyo3(signature = (folders, fields, token_counts, progress = None))]
 #[allow(clippy::type_complexity)]
