@@ -41,7 +41,7 @@ system-packages:
 	scripts/system-packages
 
 # The Python packages only slow tests need: the `megatron` extra of pyproject.toml
-# (megatron-core, which reads our Megatron export in tests/test_export_megatron.py, and torch
+# (megatron-core, which reads our Megatron export in tests/export/test_export_megatron.py, and torch
 # with its CUDA libraries: about 3 GB, 2 minutes the first time, nothing afterwards).
 MEGATRON_EXTRA = $(shell $(PYTHON) -c "import tomllib; print(' '.join(repr(r) for r in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['megatron']))")
 test-packages:

@@ -53,7 +53,7 @@ from bench.report import (
     with_kept_sections,
 )
 
-# "tiny" is a smoke run (tests/test_bench.py): every stage and figure, on toy data.
+# "tiny" is a smoke run (tests/project/test_bench.py): every stage and figure, on toy data.
 SIZES = {"tiny": 0.01, "small": 1.0, "medium": 4.0, "large": 10.0}
 STAGE_NAMES = ("tokenization", "sampling", "cleaning", "dagster", "corpus_shape", "export")
 Log = Callable[[str], None]

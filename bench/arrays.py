@@ -3,7 +3,7 @@
 Compared by dtype, shape and values, not by file bytes: the tokenizers-package baseline saves
 with numpy's header and hrm-tokenize with data_io's (the ``ndarray-npy`` crate's), which differ
 in the header text only. Byte identity with data_io's own binary is pinned by the golden tests
-(``tests/test_golden_tokenized.py``).
+(``tests/tokenization/test_golden_tokenized.py``).
 """
 
 from __future__ import annotations

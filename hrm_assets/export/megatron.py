@@ -14,7 +14,7 @@
     document_indices         int64[document_count], 0 then the sequence index ending each document
 
 which is what megatron-core's ``IndexedDatasetBuilder`` writes and its ``IndexedDataset`` reads
-(``megatron/core/datasets/indexed_dataset.py``; ``tests/test_export_megatron.py`` reads our
+(``megatron/core/datasets/indexed_dataset.py``; ``tests/export/test_export_megatron.py`` reads our
 export with it). The token dtype follows Megatron's ``DType.optimal_dtype(vocab_size)``:
 uint16 below 65,500 ids, else int32.
 

@@ -6,8 +6,8 @@ data_io and this test read the raw root that :func:`build_golden_raw_root` lays 
 the real raw data in ``../shared/real_raw`` (GSM8K, MATH, dmmath) and a small invented ARB
 download (Platypus). This test cleans that root with our pipeline and compares every file.
 
-``python tests/test_golden_cleaned.py RAW_DIR`` writes the same raw root (for making the golden
-files again, see the README).
+``python tests/cleaning/test_golden_cleaned.py RAW_DIR`` writes the same raw root (for making the
+golden files again, see the README).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "cleaned"
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "cleaned"
 REAL_RAW = Path(
-    os.environ.get("HRM_REAL_RAW", Path(__file__).resolve().parents[2] / "shared" / "real_raw")
+    os.environ.get("HRM_REAL_RAW", Path(__file__).resolve().parents[3] / "shared" / "real_raw")
 )
 
 # Our source name -> the data_io script that writes its files.
@@ -228,5 +228,5 @@ def test_cleaned_file_is_byte_identical_to_data_ios(cleaned, relative):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/test_golden_cleaned.py RAW_DIR")
+        sys.exit("usage: python tests/cleaning/test_golden_cleaned.py RAW_DIR")
     build_golden_raw_root(REAL_RAW, Path(sys.argv[1]))

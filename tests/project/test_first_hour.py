@@ -16,7 +16,7 @@ from hrm_assets.definitions import defs
 from hrm_assets.defs.common.keys import CLEANED_PREFIX
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- selections
 

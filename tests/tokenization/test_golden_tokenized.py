@@ -29,7 +29,7 @@ from hrm_assets.sampling.sampler import SPAN_FIELDS, make_config, sample_tokeniz
 from hrm_assets.tokenization.partitioning import files_of_source, partition_file
 from hrm_assets.validation import check_tokenized_folder
 
-GOLDEN = Path(__file__).parent / "golden" / "tokenized"
+GOLDEN = Path(__file__).parent.parent / "golden" / "tokenized"
 INPUT = GOLDEN / "input"
 DATA_IO = GOLDEN / "data_io"
 # The tokenizer folder of the custom run: its name exercises the JSON escapes of

@@ -30,7 +30,7 @@ from hrm_assets.cleaning.sources.tasksource import (
 from hrm_assets.common.layout import safe_name
 from hrm_assets.sampling.prefix_config import load_prefix_rules, rule_for
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 HUB_DATA = Path("tasksource") / "tasksource-instruct-v0" / "data"
 
 

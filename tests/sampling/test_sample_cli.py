@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.reference_sampler import reference_sample, without_data_card
 from support.tokenized_trees import (
     MIXED,
     MIXED_RULES,
@@ -18,13 +19,12 @@ from support.tokenized_trees import (
     write_rules,
     write_tokenized,
 )
-from test_sampling import reference_sample, without_data_card
 
 from hrm_assets.common import settings
 from hrm_assets.sampling import cli as sample
 from hrm_assets.sampling import sampler as sampling
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ SETTINGS = dict(epochs=3, context_size=60, seed=5)
 @pytest.fixture
 def inputs(tmp_path) -> tuple[Path, Path]:
     """A tokenized root whose task names include Hub sources' files (gsm8k, FLAN, SYNTH) and
-    files no source writes, and the rules of tests/test_sampling.py's mixed case."""
+    files no source writes, and the rules of tests/sampling/test_sampling.py's mixed case."""
     tokenized = write_tokenized(tmp_path / "tokenized", MIXED, 1000)
     return tokenized, write_rules(tmp_path / "prefix_config.yaml", MIXED_RULES)
 

@@ -1,6 +1,6 @@
 """Issue 6, bad input: every kind of bad input gets one clear message naming the file, the
 row/line and the field, a non-zero exit from the CLIs, and leaves earlier good outputs exactly
-as they were. (The Dagster assets: tests/test_reliability_dagster.py.)"""
+as they were. (The Dagster assets: tests/dagster/test_reliability_dagster.py.)"""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO_ROOT
+from support.reference_sampler import reference_sample, without_data_card
 from support.tokenized_trees import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
 from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
-from test_sampling import reference_sample, without_data_card
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from hrm_assets.common.manifest import verify_folder

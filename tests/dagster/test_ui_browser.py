@@ -57,7 +57,7 @@ from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NODE = "local"  # the training node in training_nodes.yaml
 SAMPLED = f"sampled/{NODE}"
 CHAIN = ("cleaned/gsm8k_train", "tokenizer", "tokenized/gsm8k_train", SAMPLED)

@@ -32,9 +32,10 @@ from hrm_assets.cleaning.sources.declared.specs import HIDDEN_NAME
 from hrm_assets.cleaning.sources.declared.template import TemplateError, parse_template
 from hrm_assets.common import settings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_GSM8K = REPO_ROOT / "tests" / "golden" / "cleaned" / "data" / "gsm8k_train.jsonl"
-GOLDEN_GSM8K_ROWS = 300  # tests/test_golden_cleaned.py: the first 300 rows of the real split
+# tests/cleaning/test_golden_cleaned.py: the first 300 rows of the real split
+GOLDEN_GSM8K_ROWS = 300
 
 GSM8K_YAML = """
 sources:
@@ -632,7 +633,7 @@ def test_a_declared_chat_source_materializes_through_dagster(tmp_path):
 
 SOURCES_DOC = REPO_ROOT / "docs" / "SOURCES.md"
 EXPRESSIBLE_MARKER = (
-    "<!-- expressible built-in sources: tested by tests/test_declared_sources.py -->"
+    "<!-- expressible built-in sources: tested by tests/cleaning/test_declared_sources.py -->"
 )
 
 

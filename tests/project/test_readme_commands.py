@@ -32,7 +32,7 @@ from support.ui_browser import (
     wait_until,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 COMMAND_TIMEOUT = 600
 

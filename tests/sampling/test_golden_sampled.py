@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).parent / "golden" / "sampled"
-TOKENIZED = Path(__file__).parent / "golden" / "tokenized" / "data_io" / "default"
+GOLDEN = Path(__file__).parent.parent / "golden" / "sampled"
+TOKENIZED = Path(__file__).parent.parent / "golden" / "tokenized" / "data_io" / "default"
 SEEDS = (0, 7)
 
 
