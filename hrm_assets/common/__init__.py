@@ -8,6 +8,7 @@
 - :mod:`~hrm_assets.common.build_record`: what an output was built from, for no-op rebuilds.
 - :mod:`~hrm_assets.common.npy_files`: reading 1-D integer ``.npy`` arrays, errors naming the file.
 - :mod:`~hrm_assets.common.progress`: progress bars that cost nothing when off.
+- :mod:`~hrm_assets.common.config_errors`: one line per invalid field of a pydantic model.
 
 Nothing here imports a stage package or Dagster.
 """

@@ -14,6 +14,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hrm_assets.common.config_errors import field_problems
+
 
 class PrefixConfigError(ValueError):
     """The rules file is missing or malformed; the message names the file and the rule."""
@@ -31,11 +33,10 @@ class SamplingRule(BaseModel):
     def _repeat_samples_something(cls, value: int) -> int:
         if value == 0:
             raise ValueError(
-                "repeat: 0 would sample nothing from these tasks; use max_per_file: 0 to leave "
-                "tasks out"
+                "0 would sample nothing from these tasks; use max_per_file: 0 to leave tasks out"
             )
         if value < 0:
-            raise ValueError(f"repeat: must be at least 1 (got {value})")
+            raise ValueError(f"must be at least 1 (got {value})")
         return value
 
 
@@ -100,22 +101,8 @@ def load_prefix_rules(path: Path) -> list[PrefixRule]:
         try:
             rules.append(PrefixRule.model_validate(item))
         except ValidationError as exc:
-            raise PrefixConfigError(f"{where}: {_problems(exc)}") from None
+            raise PrefixConfigError(f"{where}: {field_problems(exc)}") from None
     return rules
-
-
-def _problems(exc: ValidationError) -> str:
-    """``field: problem (got value)`` for each invalid field, on one line."""
-    found = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"])
-        if err["type"] == "value_error":  # our own checks, whose message names field and value
-            found.append(str(err["ctx"]["error"]))
-        elif err["type"] in ("missing", "extra_forbidden"):
-            found.append(f"{field}: {err['msg']}")
-        else:
-            found.append(f"{field}: {err['msg']} (got {err['input']!r})")
-    return "; ".join(found)
 
 
 def rule_for(name: str, rules: list[PrefixRule]) -> SamplingRule:

@@ -65,6 +65,7 @@ from hrm_assets.common.atomic import (
     lock_path_for,
     remove_leftovers,
 )
+from hrm_assets.common.config_errors import dotted_key, field_problems
 from hrm_assets.common.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
 from hrm_assets.common.npy_files import (
     NpyFileError,
@@ -168,9 +169,7 @@ class SamplingConfig(BaseModel):
 
 def config_error_message(exc: ValidationError) -> str:
     """One line per invalid field, e.g. ``epochs: Input should be greater than or equal to 1``."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
-    )
+    return field_problems(exc, lambda location: dotted_key(location) or "config", show_value=False)
 
 
 def make_config(**values: Any) -> SamplingConfig:

@@ -32,6 +32,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hrm_assets.common.config_errors import field_problems
 from hrm_assets.sampling.prefix_config import PrefixRule, read_prefix_config
 
 MIXTURE_KEY = "mixture"
@@ -98,18 +99,12 @@ def effective_phases(mixture: MixtureConfig) -> list[Phase]:
     return phases
 
 
-def _problems(exc: ValidationError) -> str:
-    """``mixture.key: problem (got value)`` for each invalid key, on one line."""
-    found = []
-    for err in exc.errors():
-        key = MIXTURE_KEY
-        for part in err["loc"]:
-            key += f"[{part}]" if isinstance(part, int) else f".{part}"
-        if err["type"] in ("missing", "extra_forbidden"):
-            found.append(f"{key}: {err['msg']}")
-        else:
-            found.append(f"{key}: {err['msg']} (got {err['input']!r})")
-    return "; ".join(found)
+def _mixture_key(location: tuple) -> str:
+    """``mixture.groups[0].weight`` from pydantic's location."""
+    key = MIXTURE_KEY
+    for part in location:
+        key += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return key
 
 
 def _check_weights(path: Path, mixture: MixtureConfig, rules: list[PrefixRule]) -> None:
@@ -152,7 +147,7 @@ def parse_mixture(path: Path, section: object, rules: list[PrefixRule]) -> Mixtu
     try:
         mixture = MixtureConfig.model_validate(section)
     except ValidationError as exc:
-        raise MixtureConfigError(f"{path}: {_problems(exc)}") from None
+        raise MixtureConfigError(f"{path}: {field_problems(exc, _mixture_key)}") from None
     _check_weights(path, mixture, rules)
     return mixture
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from hrm_assets.cleaning.sources.declared import model
 from hrm_assets.cleaning.sources.declared.model import SourceDeclaration
+from hrm_assets.common.config_errors import field_problems
 
 # libyaml's safe loader when PyYAML was built with it, else the pure one.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -86,17 +87,14 @@ def _key_path(location: tuple) -> str:
 def describe_problems(exc: ValidationError) -> str:
     """``key.path: problem (got value)`` for each error, on one line. For a key that takes a
     string or a mapping, the branch that does not match the given value is not reported."""
-    found = []
-    for err in exc.errors():
-        if err["type"] == "string_type" and isinstance(err.get("input"), dict):
-            continue  # the mapping form was given; its own errors say what is wrong
-        where = _key_path(err["loc"])
-        if err["type"] == "value_error":
-            found.append(f"{where}: {err['ctx']['error']}")
-        elif err["type"] == "extra_forbidden":
-            found.append(f"{where}: unknown key")
-        elif err["type"] == "missing":
-            found.append(f"{where}: missing")
-        else:
-            found.append(f"{where}: {err['msg']} (got {err['input']!r})")
-    return "; ".join(dict.fromkeys(found))
+    return field_problems(
+        exc,
+        _key_path,
+        wording={"extra_forbidden": "unknown key", "missing": "missing"},
+        skip=_other_branch,
+    )
+
+
+def _other_branch(err) -> bool:
+    # the mapping form was given; its own errors say what is wrong
+    return err["type"] == "string_type" and isinstance(err.get("input"), dict)
