@@ -10,5 +10,6 @@
 - :mod:`~hrm_assets.common.progress`: progress bars that cost nothing when off.
 - :mod:`~hrm_assets.common.config_errors`: one line per invalid field of a pydantic model.
 
-Nothing here imports a stage package or Dagster.
+Nothing here imports Dagster, nor a stage package at import time (a manifest check also asks the
+sampling package whether a folder's data card still describes it, when it runs).
 """
