@@ -90,7 +90,7 @@ impl<T> IoContext<T> for std::io::Result<T> {
     }
 }
 
-/// The same wording as Python's `hrm_assets.rows.RowError`, so both readers report alike.
+/// The same wording as Python's `hrm_assets.cleaning.rows.RowError`, so both readers report alike.
 struct RowDisplay<'a> {
     path: &'a Path,
     row: u64,

@@ -5,7 +5,7 @@
 //! The state crosses over from numpy (`bit_generator.state`) and goes back afterwards, so
 //! either side can carry on drawing. numpy does not promise its `Generator` streams across
 //! releases (NEP 19), so the Python side checks these permutations against numpy's own before
-//! using them (`hrm_assets.epoch_draw`).
+//! using them (`hrm_assets.sampling.epoch_draw`).
 
 /// Philox4x64's round multipliers and key increments (Salmon et al., Random123).
 const MULTIPLIERS: [u64; 2] = [0xD2E7_470E_E14C_6C93, 0xCA5A_8263_9512_1157];

@@ -1,7 +1,7 @@
 //! Streaming readers of cleaned files: JSONL lines or Parquet record batches, handed out in
 //! batches of owned rows so that memory stays bounded whatever the file size.
 //!
-//! The rules match Python's `hrm_assets.rows.iter_cleaned_rows`: rows count from 1 (JSONL: the
+//! The rules match Python's `hrm_assets.cleaning.rows.iter_cleaned_rows`: rows count from 1 (JSONL: the
 //! line number, blank lines skipped but counted; Parquet: the row index + 1), the three fields
 //! must be strings (a JSON null is an error naming the row and the field), other fields are
 //! ignored. One exception, data_io's: a null in a Parquet string column is read as the empty

@@ -1,10 +1,10 @@
 //! A tokenized folder, written atomically: everything goes into a temporary sibling
 //! `.tmp-<name>.<pid>.<unique>` (arrays, `metadata.json`, the ownership marker), which is then
 //! renamed into place. A reader sees the old complete folder or the new one, never a mix; a
-//! crash leaves only a `.tmp-` sibling (the same convention as Python's `hrm_assets.atomic`).
+//! crash leaves only a `.tmp-` sibling (the same convention as Python's `hrm_assets.common.atomic`).
 //!
 //! The staged folder also gets `manifest.json` (size and SHA-256 of each array, the format of
-//! Python's `hrm_assets.manifest`) before the rename, so a folder in place always carries the
+//! Python's `hrm_assets.common.manifest`) before the rename, so a folder in place always carries the
 //! fingerprint of its own bytes.
 //!
 //! Staged folders are written unsynced; [`tokenize_files`] encodes a batch of files at once,
@@ -34,7 +34,7 @@ pub const OWNER_MARKER: &str = ".hrm-data";
 pub const METADATA_FILE: &str = "metadata.json";
 /// Size and SHA-256 of every array of the folder (see `manifest_json`).
 pub const MANIFEST_FILE: &str = "manifest.json";
-/// The `format` field of `manifest.json`; Python's `hrm_assets.manifest.MANIFEST_FORMAT`.
+/// The `format` field of `manifest.json`; Python's `hrm_assets.common.manifest.MANIFEST_FORMAT`.
 pub const MANIFEST_FORMAT: &str = "hrm-data-manifest/1";
 pub const ARRAY_FILES: [&str; 5] = [
     "tokens.npy",

@@ -24,7 +24,7 @@ use tokenizers::Tokenizer;
 
 use super::bpe::ByteLevelBpe;
 
-/// data_io's split pattern (`hrm_assets.tokenizer_train.SPLIT_PATTERN`).
+/// data_io's split pattern (`hrm_assets.tokenizer.train.SPLIT_PATTERN`).
 pub(crate) const SPLIT_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// What the fast encoder needs of a tokenizer of the family.

@@ -19,7 +19,7 @@ use super::family::SPLIT_PATTERN;
 use super::pretokenize::tests::tricky_char;
 use super::*;
 
-/// data_io's special tokens (`hrm_assets.tokenizer_train.SPECIAL_TOKENS`).
+/// data_io's special tokens (`hrm_assets.tokenizer.train.SPECIAL_TOKENS`).
 const SPECIAL_TOKENS: [&str; 31] = [
     "<|PAD|>",
     "<|direct|>",
@@ -145,7 +145,7 @@ fn real_texts() -> &'static [String] {
     })
 }
 
-/// A byte-level BPE trained in data_io's configuration (`hrm_assets.tokenizer_train`).
+/// A byte-level BPE trained in data_io's configuration (`hrm_assets.tokenizer.train`).
 fn train(vocab_size: usize) -> Tokenizer {
     let mut tokenizer = Tokenizer::new(BPE::default());
     tokenizer.with_normalizer(Some(NFC)).unwrap();
