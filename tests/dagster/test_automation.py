@@ -25,9 +25,9 @@ def _materialize(graph: Graph, *keys: dg.AssetKey) -> None:
 
 
 def _change_gsm8k_raw(graph: Graph) -> None:
-    from test_incremental import _append_gsm8k_row
+    from support.graph_fixture import append_gsm8k_row
 
-    _append_gsm8k_row(graph)
+    append_gsm8k_row(graph)
 
 
 def test_identical_rebuild_requests_nothing_and_a_change_flows_down(graph):

@@ -11,7 +11,7 @@ import shutil
 
 import dagster as dg
 import pytest
-from support.graph_fixture import EPOCHS, VOCAB, Graph
+from support.graph_fixture import EPOCHS, VOCAB, append_gsm8k_row
 
 from hrm_assets.definitions import build_definitions
 from hrm_assets.defs.common.keys import cleaned_key, raw_key, tokenized_key
@@ -38,24 +38,9 @@ def test_second_full_rebuild_rewrites_nothing(graph):
         assert metadata["skipped"] is True
 
 
-def _append_gsm8k_row(graph: Graph) -> None:
-    raw_file = next((graph.raw / "openai" / "gsm8k" / "main").iterdir())
-    record = {"question": "What is 20 + 22?", "answer": "20 + 22 = 42.\n#### 42"}
-    if raw_file.suffix == ".jsonl":
-        with open(raw_file, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(raw_file)
-        extra = pa.Table.from_pylist([record], schema=table.schema)
-        pq.write_table(pa.concat_tables([table, extra]), raw_file)
-
-
 def test_changing_one_raw_file_rewrites_only_its_outputs(graph):
     before = graph.snapshot()
-    _append_gsm8k_row(graph)
+    append_gsm8k_row(graph)
     assert graph.materialize()
     changed = _changed(before, graph.snapshot())
     upstream = {p for p in changed if not p.startswith("sampled/")}
@@ -175,7 +160,7 @@ def test_raw_observation_versions_content_and_reports_unreachable_hub(graph, mon
     version = first.event_log_entry.asset_observation.data_version
     assert version and len(version) == 64
 
-    _append_gsm8k_row(graph)
+    append_gsm8k_row(graph)
     assert observe.execute_in_process(instance=graph.instance).success
     second = graph.instance.fetch_observations(
         dg.AssetRecordsFilter(asset_key=raw_key("gsm8k_train")), limit=1

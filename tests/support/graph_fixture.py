@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -88,3 +89,18 @@ def graph(built_graph, tmp_path) -> Graph:
     write_tokenizer_info(graph.paths.tokenized_root, graph.paths.tokenizer_json, Framing())
     yield graph
     graph.instance.dispose()
+
+
+def append_gsm8k_row(graph: Graph) -> None:
+    raw_file = next((graph.raw / "openai" / "gsm8k" / "main").iterdir())
+    record = {"question": "What is 20 + 22?", "answer": "20 + 22 = 42.\n#### 42"}
+    if raw_file.suffix == ".jsonl":
+        with open(raw_file, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(raw_file)
+        extra = pa.Table.from_pylist([record], schema=table.schema)
+        pq.write_table(pa.concat_tables([table, extra]), raw_file)
