@@ -77,7 +77,7 @@ def test_sampling_stage_measures_three_sizes_with_identical_bytes(sampling_repor
             assert 10 * 2**20 < size["peak_rss_bytes"][method] < 2 * GIB
             assert 0 < size["peak_anon_bytes"][method] <= size["peak_rss_bytes"][method]
         assert size["identical"] is True  # every data_io file, byte for byte
-        assert size["extra_files"] == ["manifest.json"]
+        assert size["extra_files"] == ["DATACARD.md", "datacard.json", "manifest.json"]
         assert size["bound_same_tokens"] is True
         assert 0 < size["epoch_rows"] <= size["rows"]
         # tokens.npy as uint16 plus 10 epochs of four int64 arrays.
