@@ -17,6 +17,7 @@ import pytest
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+from support.cleaned_rows import write_flan_file
 from support.dagster_instance import data_paths, failure_text, instance
 from support.instance_config import write_config
 from support.tokenized_trees import tree_bytes
@@ -35,13 +36,6 @@ from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 FLAN = SOURCES["flan"]
 KEY = dg.AssetKey(["tokenized", "flan"])
 FILES = 12
-
-
-def write_flan_file(path, rows) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    columns = ("condition", "instruction", "response")
-    schema = pa.schema([(name, pa.string()) for name in columns])
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
 def register_flan(instance, data_paths, real_raw) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO_ROOT
-from support.tokenized_trees import tree_bytes, write_rules
+from support.tokenized_trees import tree_bytes, visible, write_rules
 from test_rust_tokenizer import gsm8k_rows, write_jsonl
 
 from hrm_assets.common.manifest import verify_folder
@@ -54,10 +54,6 @@ def timed_run(command: list[str]) -> float:
     started = time.monotonic()
     subprocess.run(command, cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
     return time.monotonic() - started
-
-
-def visible(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if not p.name.startswith("."))
 
 
 # --------------------------------------------------------------------------- tokenization

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from conftest import TRICKY_TEXTS
 
 # Texts without special-token strings: inside cleaned text those are plain text for our
@@ -29,3 +31,10 @@ def cleaned_rows() -> dict[str, list[dict[str, str]]]:
         for condition in ("cot", "noisy,cot")
     ]
     return {"tricky.jsonl": tricky, "growing.jsonl": growing}
+
+
+def write_flan_file(path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = ("condition", "instruction", "response")
+    schema = pa.schema([(name, pa.string()) for name in columns])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)

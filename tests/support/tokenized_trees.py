@@ -83,3 +83,7 @@ MIXED_RULES = [
     {"prefix": "Platypus__", "repeat": 3},
     {"prefix": "gsm8k", "repeat": 2, "max_per_file": 5},
 ]
+
+
+def visible(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if not p.name.startswith("."))

@@ -22,14 +22,13 @@ import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.instance.ref import InstanceRef
-from hrm_assets.manifest import verify_folder
-from hrm_assets.settings import PROJECT_ROOT
+from support.cleaned_rows import write_flan_file
 from support.instance_config import write_config
-from test_reliability_crash import visible
+from support.tokenized_trees import tree_bytes, visible
 from test_rust_tokenizer import gsm8k_rows
-from test_sampling import tree_bytes
-from test_tokenized_batch import write_flan_file
 
+from hrm_assets.common.manifest import verify_folder
+from hrm_assets.common.settings import PROJECT_ROOT
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 
 pytestmark = pytest.mark.slow
