@@ -111,7 +111,9 @@ def test_kill_9_during_a_batched_dagster_run(tmp_path, real_raw, small_tokenizer
     assert sorted(expected_versions) == sorted(keys)
 
     data_root = tmp_path / "killed"
-    flan_root(data_root, real_raw, small_tokenizer_path)
+    # The same files, modification times included (metadata.json records them).
+    for folder in ("cleaned", "tokenizer"):
+        shutil.copytree(reference_root / folder, data_root / folder)
     env = new_home(tmp_path / "killed-home", keys)
     tokenized = data_root / "tokenized"
     rng = random.Random(20261124)
