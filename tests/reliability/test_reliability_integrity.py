@@ -283,7 +283,9 @@ def test_reliability_doc_names_only_existing_tests():
     import re
 
     doc = (REPO_ROOT / "docs" / "RELIABILITY.md").read_text(encoding="utf-8")
-    cited = re.findall(r"`(tests/test_\w+\.py)::(\w+)(\[[\w-]+\])?`((?:, `\[[\w-]+\]`)*)", doc)
+    cited = re.findall(
+        r"`(tests/(?:\w+/)?test_\w+\.py)::(\w+)(\[[\w-]+\])?`((?:, `\[[\w-]+\]`)*)", doc
+    )
     assert len(cited) >= 40
     for path, name, param, more in cited:
         source = (REPO_ROOT / path).read_text(encoding="utf-8")
