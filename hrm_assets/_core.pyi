@@ -4,6 +4,8 @@ from collections.abc import Callable
 from os import PathLike
 from typing import Literal
 
+from typing_extensions import Buffer
+
 FORMAT_VERSION: str
 """Changes whenever the bytes written for the same input, tokenizer and framing could change."""
 OWNER_MARKER: str
@@ -137,6 +139,18 @@ def read_span_columns(
     ``numpy.save`` or data_io's ``ndarray-npy`` write them) or a folder's arrays differ in
     length (read those some other way). ``progress(folders)`` is called at most every 200 ms
     and once at the end."""
+
+def copy_byte_ranges(
+    source: Buffer,
+    target: Buffer,
+    starts: Buffer,
+    lengths: Buffer,
+    destinations: Buffer,
+) -> None:
+    """Copy ``lengths[i]`` bytes of ``source`` from ``starts[i]`` to ``destinations[i]`` in
+    ``target`` for every ``i``, without the GIL. ``source`` and ``target`` are byte buffers
+    (``memoryview(array).cast("B")``), ``target`` writable; the others C-contiguous int64
+    arrays. A range outside either buffer raises ValueError naming it, and nothing is copied."""
 
 def read_npy_header(
     path: str | PathLike[str],

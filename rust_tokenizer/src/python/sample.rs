@@ -239,11 +239,52 @@ fn read_span_columns<'py>(
     Ok(Some((columns, table.rows, table.first_inconsistent)))
 }
 
+/// Copy `lengths[i]` bytes of `source` from `starts[i]` to `destinations[i]` in `target`, for
+/// every `i` (`rust_tokenizer/src/sample/gather.rs`), without the GIL. `source` and `target`
+/// are byte buffers (`memoryview(array).cast("B")`), `target` writable; the three others
+/// C-contiguous int64. A range outside either buffer is a ValueError naming it, and then
+/// nothing is copied.
+#[pyfunction]
+fn copy_byte_ranges(
+    py: Python<'_>,
+    source: PyBuffer<u8>,
+    target: PyBuffer<u8>,
+    starts: PyBuffer<i64>,
+    lengths: PyBuffer<i64>,
+    destinations: PyBuffer<i64>,
+) -> PyResult<()> {
+    if !source.is_c_contiguous() || !target.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "source and target must be C-contiguous",
+        ));
+    }
+    if target.readonly() {
+        return Err(PyValueError::new_err("target must be writable"));
+    }
+    let (starts, lengths, destinations) = (
+        int64_slice(&starts, "starts")?,
+        int64_slice(&lengths, "lengths")?,
+        int64_slice(&destinations, "destinations")?,
+    );
+    // SAFETY: PyBuffer checked the item type (bytes) and contiguity; the buffers keep their
+    // memory alive for the call. The caller passes a target that is not the source's memory.
+    let source =
+        unsafe { std::slice::from_raw_parts(source.buf_ptr().cast::<u8>(), source.item_count()) };
+    let target = unsafe {
+        std::slice::from_raw_parts_mut(target.buf_ptr().cast::<u8>(), target.item_count())
+    };
+    py.detach(|| {
+        crate::sample::gather::copy_byte_ranges(source, target, starts, lengths, destinations)
+    })
+    .map_err(PyValueError::new_err)
+}
+
 /// Add the sampling functions to `module`.
 pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(concatenate_token_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(philox_permutation, module)?)?;
     module.add_function(wrap_pyfunction!(write_epoch_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(read_span_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(copy_byte_ranges, module)?)?;
     Ok(())
 }
