@@ -34,6 +34,10 @@ def npy_header_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     return header.getvalue()
 
 
+# Chunks from this size on are hashed and written at the same time (on two threads).
+OVERLAP_BYTES = 1 << 20
+
+
 class StreamedFile:
     """A file of ``count`` elements of ``dtype`` after an optional ``prefix`` (a header),
     appended to with :meth:`write`; :meth:`close` fsyncs it and returns its manifest entry.
@@ -59,13 +63,25 @@ class StreamedFile:
         self._size = len(prefix)
         self._writer = writer
         self._pending: Future | None = None
+        self._hasher: ThreadPoolExecutor | None = None
         self._handle = open(self.path, "wb")  # noqa: SIM115 (closed by close())
         self._handle.write(prefix)
 
     def _hash_and_write(self, values: np.ndarray) -> None:
         data = memoryview(values).cast("B")
-        self._digest.update(data)
-        self._handle.write(data)
+        if len(data) < OVERLAP_BYTES:
+            self._digest.update(data)
+            self._handle.write(data)
+            return
+        # Both release the GIL: a large chunk is hashed on the hashing thread while it is
+        # written here (one after the other, they were most of a Megatron export's time).
+        if self._hasher is None:
+            self._hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="npy-sha256")
+        hashed = self._hasher.submit(self._digest.update, data)
+        try:
+            self._handle.write(data)
+        finally:
+            hashed.result()
 
     def _wait(self) -> None:
         if self._pending is not None:
@@ -87,12 +103,19 @@ class StreamedFile:
         else:
             self._pending = self._writer.submit(self._hash_and_write, values)
 
+    def _stop_hasher(self) -> None:
+        if self._hasher is not None:
+            self._hasher.shutdown()
+            self._hasher = None
+
     def close(self) -> ManifestEntry:
         try:
             self._wait()
         except BaseException:
             self._handle.close()
             raise
+        finally:
+            self._stop_hasher()
         if self.written != self.count:
             self._handle.close()
             raise ValueError(
@@ -107,6 +130,7 @@ class StreamedFile:
         """Close without checks (the caller is failing; the staged folder goes with it)."""
         with contextlib.suppress(BaseException):
             self._wait()
+        self._stop_hasher()
         self._handle.close()
 
 
