@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 from support.dagster_instance import data_paths, failure_text, instance
 from support.tokenized_trees import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
-from test_rust_tokenizer import gsm8k_rows, write_jsonl
+from support.tokenizer_reference import gsm8k_rows, write_jsonl
 
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.manifest import verify_folder

@@ -21,7 +21,7 @@ from support.cleaned_rows import write_flan_file
 from support.dagster_instance import data_paths, failure_text, instance
 from support.instance_config import write_config
 from support.tokenized_trees import tree_bytes
-from test_rust_tokenizer import gsm8k_rows
+from support.tokenizer_reference import gsm8k_rows
 
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.manifest import verify_folder

@@ -25,7 +25,7 @@ from dagster._core.instance.ref import InstanceRef
 from support.cleaned_rows import write_flan_file
 from support.instance_config import write_config
 from support.tokenized_trees import tree_bytes, visible
-from test_rust_tokenizer import gsm8k_rows
+from support.tokenizer_reference import gsm8k_rows
 
 from hrm_assets.common.manifest import verify_folder
 from hrm_assets.common.settings import PROJECT_ROOT

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT
 from support.tokenized_trees import tree_bytes, visible, write_rules
-from test_rust_tokenizer import gsm8k_rows, write_jsonl
+from support.tokenizer_reference import gsm8k_rows, write_jsonl
 
 from hrm_assets.common.manifest import verify_folder
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO_ROOT
 from support.reference_sampler import reference_sample, without_data_card
 from support.tokenized_trees import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
-from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
+from support.tokenizer_reference import gsm8k_rows, write_jsonl, write_parquet
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from hrm_assets.common.manifest import verify_folder

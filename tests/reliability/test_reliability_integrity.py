@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT, TRICKY_TEXTS
 from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
-from test_rust_tokenizer import gsm8k_rows, write_jsonl, write_parquet
+from support.tokenizer_reference import gsm8k_rows, write_jsonl, write_parquet
 
 from hrm_assets import _core, verify
 from hrm_assets.common.layout import scan_cleaned_files

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO_ROOT
 from support.tokenized_rows import rows_of
 from support.tokenized_trees import MIXED, MIXED_RULES, tree_bytes, write_rules, write_tokenized
-from test_rust_tokenizer import gsm8k_rows, reference_arrays, write_jsonl
+from support.tokenizer_reference import gsm8k_rows, reference_arrays, write_jsonl
 
 from hrm_assets.common.atomic import (
     STALE_AFTER_SECONDS,

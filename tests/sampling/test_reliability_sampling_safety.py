@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT
 from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
-from test_rust_tokenizer import gsm8k_rows, write_jsonl
+from support.tokenizer_reference import gsm8k_rows, write_jsonl
 
 from hrm_assets import verify
 from hrm_assets.common.atomic import exclusive_lock, lock_path_for, shared_lock

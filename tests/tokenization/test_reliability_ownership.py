@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
-from test_rust_tokenizer import write_jsonl
+from support.tokenizer_reference import write_jsonl
 
 from hrm_assets.common.atomic import (
     STALE_AFTER_SECONDS,

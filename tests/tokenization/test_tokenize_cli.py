@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT, TRICKY_TEXTS
 from support.tokenized_rows import rows_of
-from test_rust_tokenizer import (
+from support.tokenizer_reference import (
     assert_folder_matches,
     gsm8k_rows,
     reference_arrays,

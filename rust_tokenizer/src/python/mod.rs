@@ -9,7 +9,7 @@
 //! - [`npy`] binds `read_npy_header`.
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
-//! compiled module by `tests/test_extension_stub.py`).
+//! compiled module by `tests/project/test_extension_stub.py`).
 
 use pyo3::prelude::*;
 
