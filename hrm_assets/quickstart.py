@@ -36,11 +36,12 @@ def _step(message: str) -> None:
     print(f"==> {message}", file=sys.stderr, flush=True)
 
 
-# Runs keep every event in the instance (the UI shows them); only errors reach the console.
-QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-
-
 def _run_config(ops: dict | None = None) -> dict:
+    """Runs keep every event in the instance (the UI shows them); only errors reach the
+    console."""
+    # Imported here: the definitions read the environment at import (see run()).
+    from hrm_assets.defs.tokenized.materialize_all import QUIET_CONSOLE
+
     return {**QUIET_CONSOLE, **({"ops": ops} if ops else {})}
 
 
@@ -50,9 +51,10 @@ def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_st
     Each step is a Dagster run recorded in ``instance``, its console log kept to errors;
     ``log`` gets one line as each of the four stages starts. Unchanged work is skipped inside
     the assets, so calling this again redoes only what changed. Returns False on the first
-    failure.
+    failing stage (within tokenization, the other sources' runs still run).
     """
     from hrm_assets.cleaning.sources import SOURCES
+    from hrm_assets.defs.tokenized.materialize_all import materialize_sources
     from hrm_assets.defs.tokenized.partition_range import all_partitions_tags
 
     log(f"[1/4] observing {len(SOURCES)} raw sources")
@@ -69,15 +71,10 @@ def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_st
     )
     if not result.success:
         return False
-    runs = {name: all_partitions_tags(instance, name) for name in SOURCES}
-    runs = {name: tags for name, tags in runs.items() if tags}
-    log(f"[3/4] tokenizing the cleaned files of {len(runs)} sources (one run per source)")
-    for name, tags in runs.items():
-        result = defs.resolve_job_def(f"tokenize_{name}").execute_in_process(
-            instance=instance, tags=tags, run_config=_run_config(), raise_on_error=False
-        )
-        if not result.success:
-            return False
+    registered = [name for name in SOURCES if all_partitions_tags(instance, name)]
+    log(f"[3/4] tokenizing the cleaned files of {len(registered)} sources (one run per source)")
+    if materialize_sources(defs, instance, registered, log=lambda line: None):
+        return False
     sample = defs.resolve_job_def("sample_epochs")
     log(f"[4/4] sampling {epochs} epochs for every training node")
     ops = {node.name: {"config": {"epochs": epochs}} for node in sample.nodes}

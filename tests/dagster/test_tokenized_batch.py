@@ -238,3 +238,31 @@ def test_nested_roots_fail_the_step_before_anything_is_written(instance, data_pa
     assert not result.success
     assert "inside" in str(result.get_step_failure_events()[0].step_failure_data.error)
     assert list(inside.iterdir()) == []
+
+
+def test_materialize_sources_runs_each_source_and_names_the_failing_ones(
+    instance, data_paths, flan, real_raw, capsys
+):
+    from hrm_assets.defs.tokenized.materialize_all import main as materialize_main
+    from hrm_assets.defs.tokenized.materialize_all import materialize_sources
+
+    defs = dg.Definitions(
+        assets=[build_tokenized_asset(FLAN)],
+        jobs=[dg.define_asset_job("tokenize_flan", selection=[KEY])],
+        resources={"data_paths": data_paths},
+    )
+    lines: list[str] = []
+    assert materialize_sources(defs, instance, ["gsm8k_train", "flan"], log=lines.append) == []
+    assert lines[0] == "tokenized/gsm8k_train: no registered files, nothing to do"
+    assert lines[1].startswith(f"tokenized/flan: {FILES} partition(s) done in ")
+    assert sorted(latest_records(instance)) == sorted(flan)
+
+    rows = gsm8k_rows(real_raw, "train", 3)
+    rows[1]["condition"] = "sarcastic"
+    write_flan_file(data_paths.cleaned_root / "flan" / flan[0].removeprefix("flan__"), rows)
+    lines.clear()
+    assert materialize_sources(defs, instance, ["flan"], log=lines.append) == ["flan"]
+    assert "FAILED" in lines[0]
+
+    assert materialize_main(["no_such_source"]) == 2
+    assert "'no_such_source' is not a tokenized asset" in capsys.readouterr().err

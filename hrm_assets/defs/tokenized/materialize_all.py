@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import dagster as dg
 
-from hrm_assets.defs.tokenized.partition_range import all_partitions_tags, source_of
+from hrm_assets.defs.tokenized.partition_range import range_tags, source_of
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 
 # The runs' events stay in the instance (the UI shows them); the console gets errors and the
@@ -39,18 +39,17 @@ def materialize_sources(
     failed (the others still ran)."""
     failed = []
     for source in sources:
-        tags = all_partitions_tags(instance, source)
-        if not tags:
+        keys = instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[source].name)
+        if not keys:
             log(f"tokenized/{source}: no registered files, nothing to do")
             continue
-        count = len(instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[source].name))
         started = time.monotonic()
         result = defs.resolve_job_def(f"tokenize_{source}").execute_in_process(
-            instance=instance, tags=tags, run_config=QUIET_CONSOLE, raise_on_error=False
+            instance=instance, tags=range_tags(keys), run_config=QUIET_CONSOLE, raise_on_error=False
         )
         outcome = "done" if result.success else "FAILED"
         log(
-            f"tokenized/{source}: {count:,} partition(s) {outcome} in "
+            f"tokenized/{source}: {len(keys):,} partition(s) {outcome} in "
             f"{time.monotonic() - started:.1f} s (run {result.run_id})"
         )
         if not result.success:

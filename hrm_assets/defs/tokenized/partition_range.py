@@ -40,8 +40,12 @@ def all_partitions_range(instance: dg.DagsterInstance, source: str) -> tuple[str
 
 def all_partitions_tags(instance: dg.DagsterInstance, source: str) -> dict[str, str]:
     """Run tags that make one run over every registered partition (empty if there are none)."""
-    bounds = all_partitions_range(instance, source)
-    return {RANGE_START_TAG: bounds[0], RANGE_END_TAG: bounds[1]} if bounds else {}
+    return range_tags(instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[source].name))
+
+
+def range_tags(keys: Sequence[str]) -> dict[str, str]:
+    """Run tags of one run from the first of ``keys`` to the last (empty for no keys)."""
+    return {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]} if keys else {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
