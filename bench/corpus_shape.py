@@ -651,7 +651,8 @@ def corpus_figures(written: list[dict], seconds: float) -> dict:
 
 @dataclass
 class DagsterBuild:
-    """The tokenized partitions through ``dagster asset materialize --partition-range``."""
+    """The tokenized partitions through ``dagster asset materialize --partition-range`` per
+    source, or through ``hrm-materialize-tokenized`` (one command, no per-source figures)."""
 
     available: bool
     reason: str = ""  # why not, when not available
@@ -664,20 +665,6 @@ class DagsterBuild:
     materialized: int = 0  # partitions recorded as materialized after the first build
     differing: list[str] = field(default_factory=list)  # folders unlike the CLI's
     noop_rewritten: int = 0  # arrays the no-op rebuild wrote again
-
-
-@dataclass
-class OneCommandBuild:
-    """The tokenized partitions through ``hrm-materialize-tokenized``: every source's run in
-    one process, in a fresh instance and tokenized root of its own."""
-
-    first_seconds: float = 0.0
-    noop_seconds: float = 0.0
-    first_peak_rss_bytes: int = 0
-    noop_peak_rss_bytes: int = 0
-    materialized: int = 0
-    differing: list[str] = field(default_factory=list)
-    noop_rewritten: int = 0
 
 
 @dataclass
@@ -696,7 +683,7 @@ class CorpusShapeResult:
     sensor: dict
     partitions: int
     dagster: DagsterBuild
-    one_command: OneCommandBuild
+    one_command: DagsterBuild
     automation: dict
     cleaned: dict
 
@@ -958,6 +945,26 @@ def refusal_of(run: CommandRun) -> str:
     return f"exit {run.returncode}: {last[-300:]}"
 
 
+def run_or_raise(command: Sequence[str], env: dict[str, str]) -> CommandRun:
+    run = run_command(command, env)
+    if not run.ok:
+        raise RuntimeError(f"{' '.join(run.command)} failed ({run.returncode}):\n{run.stderr_tail}")
+    return run
+
+
+def rewritten_since(before: dict[str, int], root: Path) -> int:
+    """Arrays under ``root`` whose ``mtime_ns`` is not the one in ``before``."""
+    after = array_mtimes(root)
+    return sum(after.get(k) != v for k, v in before.items())
+
+
+def differing_from_cli(cli_out: Path, tokenized: Path) -> list[str]:
+    """Folders of ``tokenized`` unlike the CLI's, then the CLI's folders it lacks."""
+    keys = sorted(p.name for p in tokenized.iterdir() if p.is_dir())
+    missing = {p.name for p in cli_out.iterdir() if p.is_dir()} - set(keys)
+    return differing_folders(cli_out, tokenized, keys) + sorted(missing)
+
+
 def measure_dagster_build(
     data_root: Path, home: Path, cli_out: Path, log: Log
 ) -> tuple[DagsterBuild, dict]:
@@ -994,14 +1001,10 @@ def measure_dagster_build(
                 f"corpus shape: dagster {phase} build of tokenized/{name} "
                 f"({entry['partitions']:,} partitions)"
             )
-            run = run_command(
+            run = run_or_raise(
                 materialize_command(f'key:"tokenized/{name}"', (entry["first"], entry["last"])),
                 env,
             )
-            if not run.ok:
-                raise RuntimeError(
-                    f"{' '.join(run.command)} failed ({run.returncode}):\n{run.stderr_tail}"
-                )
             build.sources.setdefault(name, {"partitions": entry["partitions"]})
             build.sources[name][f"{phase}_seconds"] = run.seconds
             build.sources[name][f"{phase}_peak_rss_bytes"] = run.peak_rss_bytes
@@ -1009,21 +1012,17 @@ def measure_dagster_build(
             peak = max(getattr(build, f"{phase}_peak_rss_bytes"), run.peak_rss_bytes)
             setattr(build, f"{phase}_peak_rss_bytes", peak)
         if phase == "noop":
-            after = array_mtimes(data_root / "tokenized")
-            build.noop_rewritten = sum(after.get(k) != v for k, v in before.items())
+            build.noop_rewritten = rewritten_since(before, data_root / "tokenized")
         else:
             recorded = _child("partitions", [], env)["sources"]
             build.materialized = sum(recorded[name]["materialized"] for name in sources)
-            keys = [p.name for p in (data_root / "tokenized").iterdir() if p.is_dir()]
-            build.differing = differing_folders(cli_out, data_root / "tokenized", sorted(keys))
-            missing = {p.name for p in cli_out.iterdir() if p.is_dir()} - set(keys)
-            build.differing += sorted(missing)
+            build.differing = differing_from_cli(cli_out, data_root / "tokenized")
     return build, {"sources": sources}
 
 
 def measure_one_command_build(
     data_root: Path, home: Path, cli_out: Path, files: int, log: Log
-) -> OneCommandBuild:
+) -> DagsterBuild:
     """``hrm-materialize-tokenized`` twice (first build, no-op) in a fresh instance, after
     the tokenized root of the per-source commands is removed and the files registered again
     by ``cleaned_files_sensor``."""
@@ -1031,26 +1030,21 @@ def measure_one_command_build(
     prepare_instance(home)
     env = dagster_env(data_root, home)
     run_child("bench.dagster_overhead", ["sensor", files], env)
-    build = OneCommandBuild()
-    module = "hrm_assets.defs.tokenized.materialize_all"
-    command = console_script("hrm-materialize-tokenized", module)
-    for phase in ("first", "noop"):
-        log(f"corpus shape: {phase} build of every tokenized source in one command")
-        before = array_mtimes(data_root / "tokenized") if phase == "noop" else {}
-        run = run_command(command, env)
-        if not run.ok:
-            failed = f"{' '.join(run.command)} failed ({run.returncode})"
-            raise RuntimeError(f"{failed}:\n{run.stderr_tail}")
-        setattr(build, f"{phase}_seconds", run.seconds)
-        setattr(build, f"{phase}_peak_rss_bytes", run.peak_rss_bytes)
-        if phase == "noop":
-            after = array_mtimes(data_root / "tokenized")
-            build.noop_rewritten = sum(after.get(k) != v for k, v in before.items())
+    build = DagsterBuild(available=True)
+    command = console_script(
+        "hrm-materialize-tokenized", "hrm_assets.defs.tokenized.materialize_all"
+    )
+    log("corpus shape: first build of every tokenized source in one command")
+    first = run_or_raise(command, env)
+    build.first_seconds, build.first_peak_rss_bytes = first.seconds, first.peak_rss_bytes
     recorded = _child("partitions", [], env)["sources"]
     build.materialized = sum(entry["materialized"] for entry in recorded.values())
-    keys = sorted(p.name for p in (data_root / "tokenized").iterdir() if p.is_dir())
-    build.differing = differing_folders(cli_out, data_root / "tokenized", keys)
-    build.differing += sorted({p.name for p in cli_out.iterdir() if p.is_dir()} - set(keys))
+    build.differing = differing_from_cli(cli_out, data_root / "tokenized")
+    log("corpus shape: no-op build of every tokenized source in one command")
+    before = array_mtimes(data_root / "tokenized")
+    noop = run_or_raise(command, env)
+    build.noop_seconds, build.noop_peak_rss_bytes = noop.seconds, noop.peak_rss_bytes
+    build.noop_rewritten = rewritten_since(before, data_root / "tokenized")
     return build
 
 
@@ -1071,18 +1065,14 @@ def measure_cleaned_noop(work: Path, sources: Sequence[str], log: Log) -> dict:
     if sources:
         demo += ["--sources", *sources]
     log(f"corpus shape: demo raw corpus for {len(names)} cleaned source(s)")
-    written = run_command(demo, child_env())
-    if not written.ok:
-        raise RuntimeError(f"{' '.join(demo)} failed:\n{written.stderr_tail}")
+    run_or_raise(demo, child_env())
     prepare_instance(home)
     figures: dict = {"select": select, "sources": names}
     runs = (("first_build", "in_process"), ("inprocess_noop", "in_process"), ("noop", None))
     for label, executor in runs:
         log(f"corpus shape: cleaned {label.replace('_', ' ')} ({executor or 'default executor'})")
         env = dagster_env(data, home, raw, executor)
-        run = run_command(materialize_command(select), env)
-        if not run.ok:
-            raise RuntimeError(f"{' '.join(run.command)} failed:\n{run.stderr_tail}")
+        run = run_or_raise(materialize_command(select), env)
         figures[label] = asdict(run)
         if label != "first_build":
             figures[f"{label}_rebuilt"] = _child("cleaned-rebuilt", names, env)["rebuilt"]
