@@ -153,8 +153,9 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 with engine.connect() as connection, connection.begin():
                     yield connection
                 return
-            with self._group.connection(shard, engine).begin_nested():
-                yield self._group.connection(shard, engine)
+            connection = self._group.connection(shard, engine)
+            with connection.begin_nested():
+                yield connection
             self._group.commit_if_due()
 
     @contextlib.contextmanager

@@ -266,3 +266,23 @@ def test_materialize_sources_runs_each_source_and_names_the_failing_ones(
 
     assert materialize_main(["no_such_source"]) == 2
     assert "'no_such_source' is not a tokenized asset" in capsys.readouterr().err
+
+
+def test_a_batched_run_groups_its_records_on_the_local_storage(
+    any_instance, data_paths, real_raw, monkeypatch
+):
+    from hrm_assets.instance_storage import PooledSqliteEventLogStorage
+
+    entered = []
+    grouped_commits = PooledSqliteEventLogStorage.grouped_commits
+
+    def spy(storage):
+        entered.append(storage)
+        return grouped_commits(storage)
+
+    monkeypatch.setattr(PooledSqliteEventLogStorage, "grouped_commits", spy)
+    keys = register_flan(any_instance, data_paths, real_raw)
+    assert run_all(any_instance, data_paths).success
+    pooled = isinstance(any_instance.event_log_storage, PooledSqliteEventLogStorage)
+    assert entered == ([any_instance.event_log_storage] if pooled else [])
+    assert sorted(latest_records(any_instance)) == sorted(keys)

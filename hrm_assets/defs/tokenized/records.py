@@ -31,7 +31,6 @@ from dagster._core.definitions.data_version import (
 )
 from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent, DagsterEventType
 
-from hrm_assets.instance_storage import PooledSqliteEventLogStorage
 from hrm_assets.tokenization.tokenize import TokenizeOutcome
 
 _NULL_EVENT_POINTER = "NULL"
@@ -40,10 +39,9 @@ _NULL_EVENT_POINTER = "NULL"
 def grouped_records(instance: dg.DagsterInstance) -> contextlib.AbstractContextManager:
     """Within: the run's events are committed in groups where the instance's storage can (the
     local SQLite one: ``instance_storage.grouped_commits``); elsewhere one by one as usual."""
-    storage = instance.event_log_storage
-    if isinstance(storage, PooledSqliteEventLogStorage):
-        return storage.grouped_commits()
-    return contextlib.nullcontext()
+    # Looked up, not imported: the storage module is only loaded by instances that use it.
+    grouped_commits = getattr(instance.event_log_storage, "grouped_commits", None)
+    return grouped_commits() if grouped_commits is not None else contextlib.nullcontext()
 
 
 def recorded_data_versions(
