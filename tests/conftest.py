@@ -80,3 +80,20 @@ def small_tokenizer_path(tmp_path_factory) -> Path:
 
 # The materialized demo graph (slow to build: one per session, copied per test).
 from support.graph_fixture import built_graph, graph  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A moto S3 server on loopback for the session (tests/support/s3_server.py)."""
+    from support.s3_server import start_s3_server
+
+    yield from start_s3_server(tmp_path_factory.mktemp("s3-server"))
+
+
+@pytest.fixture
+def s3_bucket(s3_server, monkeypatch) -> str:
+    """A fresh bucket on the session's S3 server, with this process's AWS environment pointed
+    at the server (so the code under test finds it as it would find S3)."""
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    return s3_server.create_bucket()
