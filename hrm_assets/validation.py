@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.cleaning.rows import RowError, iter_cleaned_rows
 from hrm_assets.common.settings import METADATA_FILE, TOKENS_FILE
 
 if TYPE_CHECKING:
@@ -37,6 +36,8 @@ class CheckReport:
 
 def check_cleaned_files(paths: list[Path]) -> CheckReport:
     """Every row is three strings with known tags; empty responses and instructions counted."""
+    from hrm_assets.cleaning.rows import RowError, iter_cleaned_rows
+
     report = CheckReport()
     rows = empty_responses = empty_instructions = 0
     for path in paths:
@@ -74,31 +75,54 @@ def _load(folder: Path, name: str) -> np.ndarray:
     return np.load(path, mmap_mode="r")
 
 
-def _check_spans(report: CheckReport, label: str, spans: dict, token_count: int) -> None:
+def _span_problem(spans: dict, token_count: int, sampled: bool) -> str | None:
+    """The first problem of a task's spans (``sampled=False``: the tokenized layout,
+    :func:`hrm_assets.sampling.span_table.span_layout_problem`) or of a sampled epoch's
+    (:func:`~hrm_assets.sampling.span_table.epoch_span_problem`) against ``token_count``
+    tokens; the rule itself is stated there only."""
     import numpy as np
+
+    from hrm_assets.sampling.span_table import epoch_span_problem, span_layout_problem
 
     lengths = {name: len(spans[name]) for name in SPAN_ARRAYS}
     if len(set(lengths.values())) != 1:
-        report.problem(f"{label}: span arrays differ in length {lengths}")
-        return
-    for start, length in (("inst_start", "inst_len"), ("resp_start", "resp_len")):
-        starts = np.asarray(spans[start], dtype=np.int64)
-        ends = starts + np.asarray(spans[length], dtype=np.int64)
-        outside = np.flatnonzero((starts < 0) | (ends > token_count))
-        if outside.size:
-            i = int(outside[0])
-            report.problem(
-                f"{label}: {outside.size} {start} spans outside tokens.npy "
-                f"(first at row {i}: [{int(starts[i])}, {int(ends[i])}) of {token_count})"
-            )
+        return f"span arrays differ in length {lengths}"
+    rule = epoch_span_problem if sampled else span_layout_problem
+    return rule(
+        *(np.asarray(spans[name]).astype(np.int64, copy=False) for name in SPAN_ARRAYS),
+        token_count,
+    )
+
+
+def span_problems(folder: Path) -> list[str]:
+    """The span rule applied to an output folder, as ``hrm-verify`` does after its manifest
+    check: a sampled folder's every ``epoch_N`` against its ``tokens.npy``, a tokenized
+    folder's spans against its own; each problem names the folder. Nothing for a folder with
+    neither layout (the manifest check reports what is missing)."""
+    folder = Path(folder)
+    epochs = sorted(path for path in folder.glob("epoch_*") if path.is_dir())
+    targets = epochs if epochs else [folder]
+    if not (folder / TOKENS_FILE).is_file():
+        return []
+    problems = []
+    from hrm_assets.common.npy_files import npy_layout
+
+    try:
+        token_count = npy_layout(folder / TOKENS_FILE).length
+        for target in targets:
+            spans = {name: _load(target, name) for name in SPAN_ARRAYS}
+            problem = _span_problem(spans, token_count, sampled=bool(epochs))
+            if problem is not None:
+                problems.append(f"{target}: {problem}")
+    except (OSError, ValueError) as error:
+        problems.append(f"{folder}: spans unreadable: {error}")
+    return problems
 
 
 def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     """Spans laid out as the tokenizer writes them (:func:`hrm_assets.sampling.span_table.
     span_layout_problem`), ids below the vocabulary, row count as recorded, dtypes."""
     import numpy as np
-
-    from hrm_assets.sampling.span_table import span_layout_problem
 
     folder = Path(folder)
     report = CheckReport()
@@ -114,17 +138,9 @@ def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     for name, array in spans.items():
         if array.dtype != np.dtype("<u8"):
             report.problem(f"{folder.name}: {name}.npy has dtype {array.dtype}, expected <u8")
-    lengths = {name: len(array) for name, array in spans.items()}
-    if len(set(lengths.values())) != 1:
-        report.problem(f"{folder.name}: span arrays differ in length {lengths}")
-    else:
-        # The sampler's rule (rows back to back, within and covering tokens.npy), one copy.
-        problem = span_layout_problem(
-            *(np.asarray(spans[name]).astype(np.int64, copy=False) for name in SPAN_ARRAYS),
-            len(tokens),
-        )
-        if problem is not None:
-            report.problem(f"{folder.name}: {problem}")
+    problem = _span_problem(spans, len(tokens), sampled=False)
+    if problem is not None:
+        report.problem(f"{folder.name}: {problem}")
     rows = len(spans["inst_start"])
     if "rows" in metadata and metadata["rows"] != rows:
         report.problem(f"{folder.name}: {rows} rows but metadata.json records {metadata['rows']}")
@@ -178,7 +194,9 @@ def check_sampled_folder(folder: Path, epochs: int | None = None) -> CheckReport
         except (OSError, ValueError) as error:
             report.problem(f"{epoch_dir}: unreadable: {error}")
             continue
-        _check_spans(report, epoch_dir.name, spans, len(tokens))
+        problem = _span_problem(spans, len(tokens), sampled=True)
+        if problem is not None:
+            report.problem(f"{epoch_dir.name}: {problem}")
         rows += len(spans["inst_start"])
     report.figures.update(epochs=len(found), rows=rows, tokens=len(tokens), dtype=str(tokens.dtype))
     return report

@@ -3,7 +3,10 @@
 
 What it checks: the folders hrm-data writes arrays into, each with a ``manifest.json`` that
 lists every array's size and SHA-256 (a tokenized file's folder, a sampled folder). It
-recomputes them and reports a missing, resized, altered or unlisted array.
+recomputes them and reports a missing, resized, altered or unlisted array. A folder whose arrays
+match their manifest is then checked against the span rule the sampler applies
+(``hrm_assets.sampling.span_table``): a tokenized folder's rows back to back within and covering
+its ``tokens.npy``, a sampled folder's every epoch within its ``tokens.npy``.
 
 A PATH holding ``manifest.json`` or ``.npy`` arrays is one output folder. Any other directory
 is a root of outputs (a tokenized root, a folder of sampled outputs): each of its sub-folders
@@ -27,6 +30,7 @@ from pathlib import Path
 from hrm_assets.common.atomic import TMP_PREFIX
 from hrm_assets.common.layout import is_cleaned_name
 from hrm_assets.common.manifest import MANIFEST_FILE, VerifyReport, verify_folder
+from hrm_assets.validation import span_problems
 
 PROG = "hrm-verify"
 
@@ -84,8 +88,17 @@ def verify_paths(paths: Sequence[Path]) -> list[VerifyReport]:
         if reason is not None:
             reports.append(VerifyReport(folder=Path(path), problems=[reason]))
             continue
-        reports.extend(verify_folder(folder) for folder in folders)
+        reports.extend(_verify_output(folder) for folder in folders)
     return reports
+
+
+def _verify_output(folder: Path) -> VerifyReport:
+    """The manifest check, then (when the arrays are as listed) the span rule the sampler and
+    the asset checks apply: arrays that match their manifest can still have been written wrong."""
+    report = verify_folder(folder)
+    if report.ok:
+        report.problems.extend(span_problems(folder))
+    return report
 
 
 def _size(count: int) -> str:

@@ -5,6 +5,10 @@ of numpy calls costs more in call overhead than in arithmetic. Here the tasks' r
 back (task ``t`` owns rows ``bounds[t]:bounds[t + 1]``) and every rule is one vectorised
 expression; per-task figures are segment sums. The functions take plain int64 arrays, so
 :mod:`hrm_assets.sampling.sampler` keeps its ``Spans`` and messages and this module only computes.
+
+The span rule (:func:`row_flags`) is stated here and nowhere else: the sampler applies it to
+the tokenized folders it reads, and :mod:`hrm_assets.validation` to tokenized folders and
+sampled epochs, for the asset checks and ``hrm-verify``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,18 @@ class RowFlags:
         return self.out_of_range | self.detached | self.apart
 
 
+def _within_tokens(inst_start, inst_len, resp_start, resp_len, limit) -> np.ndarray:
+    """Rows whose values are negative or past ``limit`` (per row, or one value), or whose
+    instruction or response ends past it."""
+    out_of_range = (inst_start < 0) | (inst_len < 0) | (resp_start < 0) | (resp_len < 0)
+    for values in (inst_start, inst_len, resp_start, resp_len):
+        out_of_range |= values > limit
+    # Sums are meaningful only where the values are in range (else they may wrap); those rows
+    # are out of range already.
+    out_of_range |= (inst_start + inst_len > limit) | (resp_start + resp_len > limit)
+    return out_of_range
+
+
 def row_flags(
     inst_start: np.ndarray,
     inst_len: np.ndarray,
@@ -54,6 +70,7 @@ def row_flags(
     resp_len: np.ndarray,
     bounds: np.ndarray,
     token_counts: np.ndarray,
+    back_to_back: bool = True,
 ) -> RowFlags:
     """The tokenized layout, row by row (int64 arrays; task ``t`` owns rows
     ``bounds[t]:bounds[t + 1]`` and has ``token_counts[t]`` tokens).
@@ -62,23 +79,24 @@ def row_flags(
     the first row starts at 0, each response right after its instruction, each row right
     after the previous one. So spans neither overlap nor leave gaps, which a total alone (the
     lengths summing to the token count) does not show.
+
+    A sampled epoch keeps the first two parts and not the third (``back_to_back=False``): its
+    rows are drawn in a shuffled order and a truncated response ends early, but every row is
+    still within ``tokens.npy`` and its response still starts where its instruction ends.
     """
     limit = np.repeat(np.asarray(token_counts, dtype=np.int64), np.diff(bounds))
-    out_of_range = (inst_start < 0) | (inst_len < 0) | (resp_start < 0) | (resp_len < 0)
-    for values in (inst_start, inst_len, resp_start, resp_len):
-        out_of_range |= values > limit
-    # Sums are meaningful only where the values are in range (else they may wrap); those rows
-    # are out of range already.
-    inst_end = inst_start + inst_len
-    out_of_range |= (inst_end > limit) | (resp_start + resp_len > limit)
-    expected_start = np.zeros_like(inst_start)
-    expected_start[1:] = (resp_start + resp_len)[:-1]
-    firsts = np.asarray(bounds[:-1])[np.diff(bounds) > 0]
-    expected_start[firsts] = 0
+    out_of_range = _within_tokens(inst_start, inst_len, resp_start, resp_len, limit)
+    apart = np.zeros(len(inst_start), dtype=bool)
+    if back_to_back:
+        expected_start = np.zeros_like(inst_start)
+        expected_start[1:] = (resp_start + resp_len)[:-1]
+        firsts = np.asarray(bounds[:-1])[np.diff(bounds) > 0]
+        expected_start[firsts] = 0
+        apart = inst_start != expected_start
     return RowFlags(
         out_of_range=out_of_range,
-        detached=resp_start != inst_end,
-        apart=inst_start != expected_start,
+        detached=resp_start != inst_start + inst_len,
+        apart=apart,
     )
 
 
@@ -114,47 +132,65 @@ def span_layout_problem(
     """What is wrong with one task's spans (int64, of equal lengths) against its
     ``token_count`` tokens, as a message naming the first bad row; ``None`` when they follow
     the layout (:func:`row_flags`) and cover exactly ``token_count`` tokens."""
-    bounds = bounds_of([len(inst_start)])
-    flags = row_flags(inst_start, inst_len, resp_start, resp_len, bounds, np.array([token_count]))
-    bad = np.flatnonzero(flags.bad)
-    if len(bad):
-        row = int(bad[0])
-        starts = {"inst": int(inst_start[row]), "resp": int(resp_start[row])}
-        lengths = {"inst": int(inst_len[row]), "resp": int(resp_len[row])}
-        if flags.out_of_range[row]:
-            for kind in ("inst", "resp"):
-                for name, value in (
-                    (f"{kind}_start", starts[kind]),
-                    (f"{kind}_len", lengths[kind]),
-                ):
-                    if value < 0:
-                        return f"row {row}: {name} is negative ({value})"
-            for kind in ("inst", "resp"):
-                end = starts[kind] + lengths[kind]
-                if end > token_count:
-                    return (
-                        f"row {row}: {kind} span ends at {end}, past the {token_count} tokens "
-                        f"of tokens.npy"
-                    )
-        if flags.detached[row]:
-            return (
-                f"row {row}: the response starts at {starts['resp']}, not where its "
-                f"instruction ends ({starts['inst'] + lengths['inst']})"
-            )
-        if row == 0:
-            return (
-                f"row 0: starts at {starts['inst']}, not at 0; rows lie back to back in tokens.npy"
-            )
-        previous_end = int(resp_start[row - 1] + resp_len[row - 1])
-        kind = "overlaps the previous row" if starts["inst"] < previous_end else "leaves a gap"
-        return (
-            f"row {row}: starts at {starts['inst']} but row {row - 1} ends at {previous_end} "
-            f"(it {kind}); rows lie back to back in tokens.npy"
-        )
+    spans = (inst_start, inst_len, resp_start, resp_len)
+    problem = _first_row_problem(spans, token_count, back_to_back=True)
+    if problem is not None:
+        return problem
     covered = int(inst_len.sum()) + int(resp_len.sum())
     if covered != token_count:
         return f"tokens.npy has {token_count} tokens but the spans cover {covered}"
     return None
+
+
+def epoch_span_problem(
+    inst_start: np.ndarray,
+    inst_len: np.ndarray,
+    resp_start: np.ndarray,
+    resp_len: np.ndarray,
+    token_count: int,
+) -> str | None:
+    """What is wrong with a sampled epoch's spans (int64, of equal lengths) against the
+    ``token_count`` tokens of its folder's ``tokens.npy``, naming the first bad row; ``None``
+    when every row is within them with its response right after its instruction
+    (:func:`row_flags` without ``back_to_back``)."""
+    return _first_row_problem((inst_start, inst_len, resp_start, resp_len), token_count, False)
+
+
+def _first_row_problem(spans: tuple, token_count: int, back_to_back: bool) -> str | None:
+    inst_start, inst_len, resp_start, resp_len = spans
+    bounds = bounds_of([len(inst_start)])
+    flags = row_flags(*spans, bounds, np.array([token_count]), back_to_back=back_to_back)
+    bad = np.flatnonzero(flags.bad)
+    if not len(bad):
+        return None
+    row = int(bad[0])
+    starts = {"inst": int(inst_start[row]), "resp": int(resp_start[row])}
+    lengths = {"inst": int(inst_len[row]), "resp": int(resp_len[row])}
+    if flags.out_of_range[row]:
+        for kind in ("inst", "resp"):
+            for name, value in ((f"{kind}_start", starts[kind]), (f"{kind}_len", lengths[kind])):
+                if value < 0:
+                    return f"row {row}: {name} is negative ({value})"
+        for kind in ("inst", "resp"):
+            end = starts[kind] + lengths[kind]
+            if end > token_count:
+                return (
+                    f"row {row}: {kind} span ends at {end}, past the {token_count} tokens "
+                    f"of tokens.npy"
+                )
+    if flags.detached[row]:
+        return (
+            f"row {row}: the response starts at {starts['resp']}, not where its "
+            f"instruction ends ({starts['inst'] + lengths['inst']})"
+        )
+    if row == 0:
+        return f"row 0: starts at {starts['inst']}, not at 0; rows lie back to back in tokens.npy"
+    previous_end = int(resp_start[row - 1] + resp_len[row - 1])
+    kind = "overlaps the previous row" if starts["inst"] < previous_end else "leaves a gap"
+    return (
+        f"row {row}: starts at {starts['inst']} but row {row - 1} ends at {previous_end} "
+        f"(it {kind}); rows lie back to back in tokens.npy"
+    )
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,13 @@ from hrm_assets.common.manifest import (
     MANIFEST_FORMAT,
     build_manifest,
     manifest_bytes,
+    read_manifest,
     verify_folder,
 )
 from hrm_assets.sampling import arrays as sampled_arrays
 from hrm_assets.sampling.sampler import make_config, sample_tokenized
 from hrm_assets.tokenization.tokenize import ARRAY_FILES, tokenize_file, tokenize_tree
+from hrm_assets.validation import check_sampled_folder, span_problems
 
 
 @pytest.fixture
@@ -236,6 +238,48 @@ def test_verify_names_the_damaged_file_and_exits_1(tmp_path, capsys, kind):
     assert captured.out.startswith(f"FAIL  {out}\n")
     assert expected in captured.out
     assert "0 of 1 folder(s) intact, 1 failed" in captured.err
+
+
+def _rewrite_manifest(folder: Path) -> None:
+    """A manifest recomputed over the folder's current files, as someone who edited arrays
+    and re-listed them would leave it: the hashes alone no longer show the damage."""
+    listed = sorted(read_manifest(folder)["files"])
+    (folder / MANIFEST_FILE).write_bytes(manifest_bytes(build_manifest(folder, listed)))
+
+
+def test_verify_applies_the_span_rule_behind_a_matching_manifest(
+    cleaned, tmp_path, small_tokenizer_path
+):
+    """hrm-verify, the sampler and the asset checks share one span rule (sampling.span_table):
+    arrays re-listed in their manifest still fail when their rows overlap or leave tokens.npy."""
+    tokenized = tmp_path / "tokenized"
+    tokenize_tree([cleaned], tokenized, small_tokenizer_path, progress=False)
+    folder = sorted(p for p in tokenized.iterdir() if p.is_dir())[0]
+    inst_start = np.load(folder / "inst_start.npy")
+    inst_start[1] -= 1  # row 1 now overlaps row 0
+    np.save(folder / "inst_start.npy", inst_start)
+    _rewrite_manifest(folder)
+    assert verify_folder(folder).ok  # the manifest matches the edited arrays
+    resp_start = int(np.load(folder / "resp_start.npy")[1])
+    inst_end = int(inst_start[1]) + int(np.load(folder / "inst_len.npy")[1])
+    assert verify.verify_paths([folder])[0].problems == [
+        f"{folder}: row 1: the response starts at {resp_start}, not where its instruction "
+        f"ends ({inst_end})"
+    ]
+
+    _sample(tmp_path, "sampled")
+    sampled = tmp_path / "sampled"
+    assert verify.verify_paths([sampled])[0].ok
+    resp_len = np.load(sampled / "epoch_1" / "resp_len.npy")
+    tokens = len(np.load(sampled / "tokens.npy", mmap_mode="r"))
+    resp_len[2] = tokens  # its response now ends past tokens.npy
+    np.save(sampled / "epoch_1" / "resp_len.npy", resp_len)
+    # (Re-listing a sampled folder's arrays would also break its data card; the rule is the
+    # same one behind hrm-verify and the sampled asset's check.)
+    end = int(np.load(sampled / "epoch_1" / "resp_start.npy")[2]) + tokens
+    expected = f"row 2: resp span ends at {end}, past the {tokens} tokens of tokens.npy"
+    assert span_problems(sampled) == [f"{sampled / 'epoch_1'}: {expected}"]
+    assert check_sampled_folder(sampled).problems == [f"epoch_1: {expected}"]
 
 
 def test_verify_a_tokenized_root_and_exit_codes(cleaned, tmp_path, small_tokenizer_path):

@@ -54,7 +54,12 @@ from hrm_assets.sampling.sampler import (
     sample_tokenized,
     token_dtype,
 )
-from hrm_assets.sampling.span_table import bounds_of, segment_sums
+from hrm_assets.sampling.span_table import (
+    bounds_of,
+    epoch_span_problem,
+    segment_sums,
+    span_layout_problem,
+)
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -566,6 +571,26 @@ def test_segment_sums_over_bounds_with_empty_segments():
     assert segment_sums(values, bounds).tolist() == [3, 0, 60, 0]
     assert segment_sums(np.array([True, False, True, True, False]), bounds).tolist() == [1, 0, 2, 0]
     assert segment_sums(np.empty(0, dtype=np.int64), bounds_of([0, 0])).tolist() == [0, 0]
+
+
+def test_one_span_rule_for_tokenized_folders_and_sampled_epochs():
+    """A task's rows lie back to back; a sampled epoch's rows may come in any order and end
+    early (truncated), but stay within tokens.npy with each response after its instruction."""
+    spans = [np.array(values, dtype=np.int64) for values in ([0, 5], [3, 2], [3, 7], [2, 1])]
+    assert span_layout_problem(*spans, 8) is None
+    assert epoch_span_problem(*spans, 8) is None
+    shuffled_truncated = [np.array(v, dtype=np.int64) for v in ([5, 0], [2, 3], [7, 3], [1, 1])]
+    assert epoch_span_problem(*shuffled_truncated, 8) is None
+    assert span_layout_problem(*shuffled_truncated, 8) == (
+        "row 0: starts at 5, not at 0; rows lie back to back in tokens.npy"
+    )
+    detached = [np.array(v, dtype=np.int64) for v in ([0, 5], [3, 2], [4, 7], [1, 1])]
+    assert epoch_span_problem(*detached, 8) == (
+        "row 0: the response starts at 4, not where its instruction ends (3)"
+    )
+    assert epoch_span_problem(*spans, 7) == (
+        "row 1: resp span ends at 8, past the 7 tokens of tokens.npy"
+    )
 
 
 def test_rows_per_epoch():
