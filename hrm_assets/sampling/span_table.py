@@ -51,18 +51,6 @@ class RowFlags:
         return self.out_of_range | self.detached | self.apart
 
 
-def _within_tokens(inst_start, inst_len, resp_start, resp_len, limit) -> np.ndarray:
-    """Rows whose values are negative or past ``limit`` (per row, or one value), or whose
-    instruction or response ends past it."""
-    out_of_range = (inst_start < 0) | (inst_len < 0) | (resp_start < 0) | (resp_len < 0)
-    for values in (inst_start, inst_len, resp_start, resp_len):
-        out_of_range |= values > limit
-    # Sums are meaningful only where the values are in range (else they may wrap); those rows
-    # are out of range already.
-    out_of_range |= (inst_start + inst_len > limit) | (resp_start + resp_len > limit)
-    return out_of_range
-
-
 def row_flags(
     inst_start: np.ndarray,
     inst_len: np.ndarray,
@@ -85,7 +73,12 @@ def row_flags(
     still within ``tokens.npy`` and its response still starts where its instruction ends.
     """
     limit = np.repeat(np.asarray(token_counts, dtype=np.int64), np.diff(bounds))
-    out_of_range = _within_tokens(inst_start, inst_len, resp_start, resp_len, limit)
+    out_of_range = (inst_start < 0) | (inst_len < 0) | (resp_start < 0) | (resp_len < 0)
+    for values in (inst_start, inst_len, resp_start, resp_len):
+        out_of_range |= values > limit
+    # Sums are meaningful only where the values are in range (else they may wrap); those rows
+    # are out of range already.
+    out_of_range |= (inst_start + inst_len > limit) | (resp_start + resp_len > limit)
     apart = np.zeros(len(inst_start), dtype=bool)
     if back_to_back:
         expected_start = np.zeros_like(inst_start)
