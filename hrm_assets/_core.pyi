@@ -64,6 +64,7 @@ class Encoder:
         metadata_json: str,
         num_threads: int | None = None,
         batch_rows: int = ...,
+        storage_options: dict[str, str] | None = None,
     ) -> dict[str, int | float]:
         """Tokenize one cleaned ``.jsonl``/``.parquet`` file into ``output_dir``, atomically.
 
@@ -80,7 +81,8 @@ class Encoder:
         Raises
         ``hrm_assets.cleaning.rows.RowError`` (a ``ValueError``) for a bad row or unknown condition
         tag, naming file, row and field; ``ValueError`` for an unreadable file; ``OSError`` for IO.
-        On error ``output_dir`` is unchanged.
+        On error ``output_dir`` is unchanged. Either path may be an ``s3://bucket/key`` URL, as
+        for ``tokenize_files``.
         """
     def tokenize_files(
         self,
@@ -88,6 +90,7 @@ class Encoder:
         num_threads: int | None = None,
         batch_rows: int = ...,
         progress: Callable[[int], object] | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> list[dict[str, int] | Exception]:
         """Tokenize many files as ``tokenize_file`` does for one, in one call: several files at
         once (largest first) on ``num_threads`` threads without the GIL, then one durable sync
@@ -98,6 +101,29 @@ class Encoder:
         encoding time, so there is no per-file ``seconds``), or the exception it raised
         (returned, not raised, so one bad file does not hide the others). ``progress(bytes)``
         receives the input bytes of finished files, at most every 200 ms and once at the end.
+
+        **Object storage.** Either path of a job may be a URL ``s3://bucket/key`` (a ``str``:
+        ``pathlib.Path`` merges its slashes, and such a path raises ``ValueError``). Requests go
+        through Apache Arrow's ``object_store`` configured from the standard AWS environment
+        (``AWS_ENDPOINT_URL``/``AWS_ENDPOINT``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+        ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ALLOW_HTTP``) with
+        ``storage_options`` on top: ``AmazonS3ConfigKey`` names such as ``aws_endpoint``,
+        ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``, ``aws_region``,
+        ``aws_allow_http``; an unknown name raises ``ValueError`` naming it.
+
+        A remote input is fetched whole (one GET) and read as a local file of the same
+        extension; row errors name the URL. A remote folder is written locally first (a
+        ``.tmp-`` folder in ``$TMPDIR``, removed afterwards), then published with the local
+        run's bytes in this order: (1) DELETE ``<folder>/manifest.json`` (readers now see no
+        folder), (2) PUT the five arrays (multipart, parts in parallel, above 16 MiB),
+        ``metadata.json`` and ``.hrm-data``, (3) PUT ``manifest.json`` last. A folder with a
+        manifest is complete and matches it; a failure during (2) leaves it without one; a
+        failure before (1) (a bad row) leaves the previous folder as it was. No sync.
+
+        Errors (returned per job like any other): ``PermissionError`` when credentials are
+        refused (403, InvalidAccessKeyId, SignatureDoesNotMatch), naming the bucket and key;
+        ``FileNotFoundError`` for a missing bucket (naming it) or object (naming the URL);
+        ``OSError`` otherwise. Their ``filename`` is the URL.
         """
 
 def concatenate_token_arrays(

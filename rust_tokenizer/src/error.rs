@@ -27,6 +27,27 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An object store refused or failed a request on `url` (`s3://bucket/key`).
+    #[error("{url}: {message}")]
+    Remote {
+        url: String,
+        bucket: String,
+        kind: RemoteKind,
+        message: String,
+    },
+}
+
+/// What went wrong with an object-store request, as far as the caller can act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteKind {
+    /// The object does not exist.
+    NotFound,
+    /// The bucket does not exist.
+    NoSuchBucket,
+    /// Credentials missing, wrong or not allowed (403, InvalidAccessKeyId, SignatureDoesNotMatch).
+    PermissionDenied,
+    /// Anything else: network, server errors after retries, protocol.
+    Other,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -71,6 +92,17 @@ impl Error {
                     Some(code) => std::io::Error::from_raw_os_error(code),
                     None => std::io::Error::new(source.kind(), source.to_string()),
                 },
+            },
+            Error::Remote {
+                url,
+                bucket,
+                kind,
+                message,
+            } => Error::Remote {
+                url: url.clone(),
+                bucket: bucket.clone(),
+                kind: *kind,
+                message: message.clone(),
             },
         }
     }

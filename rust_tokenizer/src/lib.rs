@@ -2,7 +2,8 @@
 //! grouped as the pipeline is:
 //!
 //! - [`tokenize`]: cleaned JSONL/Parquet rows to data_io's tokenized folders (read, encode,
-//!   frame, write, durable);
+//!   frame, write, durable, remote);
+//! - [`storage`]: local paths and `s3://` objects (Apache Arrow's `object_store`), the IO runtime;
 //! - [`sample`]: the sampler's Philox draw, its `epoch_<n>/` arrays, span table and token copy;
 //! - [`npy`]: the `.npy` headers, element types and writers both stages use;
 //! - [`error`]: the one error type.
@@ -13,6 +14,7 @@
 pub mod error;
 pub mod npy;
 pub mod sample;
+pub mod storage;
 pub mod tokenize;
 
 #[cfg(feature = "pyo3")]

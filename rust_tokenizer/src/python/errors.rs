@@ -3,12 +3,15 @@
 //!   field), the same exception the Python reader raises;
 //! - an unreadable file or a bad configuration -> `ValueError`;
 //! - IO failures -> `OSError` with errno and filename (`FileNotFoundError`, `PermissionError`
-//!   where they apply).
+//!   where they apply);
+//! - object-store failures -> `PermissionError` (credentials refused), `FileNotFoundError` (no
+//!   such object or bucket), `OSError` otherwise; the message names the bucket (and key), and
+//!   `filename` is the URL.
 
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::error::Error;
+use crate::error::{Error, RemoteKind};
 
 /// The Python exception for `err`.
 pub(super) fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
@@ -46,6 +49,22 @@ pub(super) fn to_py_err(py: Python<'_>, err: Error) -> PyErr {
                 std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
                 _ => PyOSError::new_err(message),
             },
+        },
+        // OSError(errno, strerror, url), as for a local file: `filename` is the URL, and str()
+        // reads "[Errno 13] access denied to bucket 'b', key 'k' ...: 's3://b/k'".
+        Error::Remote {
+            url,
+            kind,
+            message: strerror,
+            ..
+        } => match kind {
+            RemoteKind::PermissionDenied => {
+                PyPermissionError::new_err((libc::EACCES, strerror, url))
+            }
+            RemoteKind::NotFound | RemoteKind::NoSuchBucket => {
+                PyFileNotFoundError::new_err((libc::ENOENT, strerror, url))
+            }
+            RemoteKind::Other => PyOSError::new_err((libc::EIO, strerror, url)),
         },
     }
 }

@@ -1,7 +1,7 @@
 //! Bindings of tokenization: the `Encoder` class (tokenize files into data_io's folders) and
 //! the names of a tokenized folder's files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,13 +13,14 @@ use pyo3::types::{PyDict, PyList};
 use super::errors::to_py_err;
 use super::progress::ThrottledProgress;
 use crate::error::Error;
+use crate::storage::{Location, ObjectStores};
 use crate::tokenize::encode::{
     thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS,
 };
 use crate::tokenize::frame::FramingSpec;
 use crate::tokenize::write::{
-    tokenize_files, tokenize_to_folder, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT,
-    METADATA_FILE, OWNER_MARKER,
+    tokenize_files, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE,
+    OWNER_MARKER,
 };
 use crate::tokenize::FORMAT_VERSION;
 
@@ -124,8 +125,10 @@ impl Encoder {
     ///
     /// `metadata_json` is a JSON object written as the folder's `metadata.json`, with `rows`,
     /// `tokens`, `text_bytes` and `nulls` added; `manifest.json` records each array's size and
-    /// SHA-256. Returns `{"rows", "tokens", "text_bytes", "nulls", "seconds"}`.
-    #[pyo3(signature = (input_path, output_dir, metadata_json, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS))]
+    /// SHA-256. Either path may be an `s3://bucket/key` URL (see `tokenize_files`). Returns
+    /// `{"rows", "tokens", "text_bytes", "nulls", "seconds"}`.
+    #[pyo3(signature = (input_path, output_dir, metadata_json, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, storage_options = None))]
+    #[allow(clippy::too_many_arguments)]
     fn tokenize_file<'py>(
         &self,
         py: Python<'py>,
@@ -134,17 +137,22 @@ impl Encoder {
         metadata_json: &str,
         num_threads: Option<usize>,
         batch_rows: usize,
+        storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let metadata: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(metadata_json).map_err(|err| {
                 PyValueError::new_err(format!("metadata_json must be a JSON object: {err}"))
             })?;
+        let job = file_job(py, input_path, output_dir, metadata)?;
+        let stores = object_stores(py, storage_options)?;
         let encoder = &self.inner;
         let started = Instant::now();
         let stats = py
             .detach(|| {
                 thread_pool(num_threads)?.install(|| {
-                    tokenize_to_folder(encoder, &input_path, &output_dir, metadata, batch_rows)
+                    let mut results =
+                        tokenize_files(encoder, vec![job], &stores, batch_rows, &|_| {});
+                    results.pop().expect("one result per job")
                 })
             })
             .map_err(|err| to_py_err(py, err))?;
@@ -160,11 +168,13 @@ impl Encoder {
     /// Tokenize many cleaned files into their folders in one call, several files at once,
     /// with one durable sync for the batch (see `tokenize::write::tokenize_files`).
     ///
-    /// `jobs` are `(input_path, output_dir, metadata_json)`. Returns one item per job, in
-    /// order: `{"rows", "tokens", "text_bytes", "nulls"}`, or the exception that job raised (not raised here, so
-    /// one bad file does not hide the others). `progress(bytes)` receives input bytes of
-    /// finished files, at most every 200 ms and once at the end.
-    #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None))]
+    /// `jobs` are `(input_path, output_dir, metadata_json)`; either path may be an
+    /// `s3://bucket/key` URL, reached through `storage_options` (object_store
+    /// `AmazonS3ConfigKey` names) over the AWS environment. Returns one item per job, in order:
+    /// `{"rows", "tokens", "text_bytes", "nulls"}`, or the exception that job raised (not raised
+    /// here, so one bad file does not hide the others). `progress(bytes)` receives input bytes
+    /// of finished files, at most every 200 ms and once at the end.
+    #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None, storage_options = None))]
     fn tokenize_files<'py>(
         &self,
         py: Python<'py>,
@@ -172,6 +182,7 @@ impl Encoder {
         num_threads: Option<usize>,
         batch_rows: usize,
         progress: Option<Py<PyAny>>,
+        storage_options: Option<HashMap<String, String>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let jobs = jobs
             .into_iter()
@@ -182,19 +193,16 @@ impl Encoder {
                         input.display()
                     ))
                 })?;
-                Ok(FileJob {
-                    input,
-                    target,
-                    metadata,
-                })
+                file_job(py, input, target, metadata)
             })
             .collect::<PyResult<Vec<FileJob>>>()?;
+        let stores = object_stores(py, storage_options)?;
         let encoder = &self.inner;
         let reporter = std::sync::Mutex::new(ThrottledProgress::new(progress.as_ref()));
         let results = py.detach(|| {
             let pool = thread_pool(num_threads)?;
             Ok::<_, Error>(pool.install(|| {
-                tokenize_files(encoder, jobs, batch_rows, &|bytes| {
+                tokenize_files(encoder, jobs, &stores, batch_rows, &|bytes| {
                     reporter.lock().unwrap().add(bytes);
                 })
             }))
@@ -216,6 +224,36 @@ impl Encoder {
             })
             .collect()
     }
+}
+
+/// A job from the paths Python gave: each a local path or an `s3://` URL (`ValueError` for a
+/// malformed URL).
+fn file_job(
+    py: Python<'_>,
+    input: PathBuf,
+    target: PathBuf,
+    metadata: serde_json::Map<String, serde_json::Value>,
+) -> PyResult<FileJob> {
+    Ok(FileJob {
+        input: Location::parse(&input).map_err(|err| to_py_err(py, err))?,
+        target: Location::parse(&target).map_err(|err| to_py_err(py, err))?,
+        metadata,
+    })
+}
+
+/// The stores for `s3://` locations, configured by `options` over the AWS environment
+/// (`ValueError` naming an unknown option).
+fn object_stores(
+    py: Python<'_>,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<ObjectStores> {
+    let options = options.unwrap_or_default();
+    ObjectStores::new(
+        options
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    )
+    .map_err(|err| to_py_err(py, err))
 }
 
 /// Add the class and the constants of tokenized folders to `module`.

@@ -8,14 +8,16 @@
 //! string (its reader takes the null slot's empty value), and counted ([`RowReader::nulls`]).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use bytes::{Buf, Bytes};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 use serde::Deserialize;
 
 use crate::error::{Error, IoContext, Result};
@@ -51,16 +53,25 @@ impl RowReader {
     /// Open `path` by its extension (`.jsonl` or `.parquet`); batches hold at most `batch_rows`.
     pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
         let batch_rows = batch_rows.max(1);
-        match path.extension().and_then(|ext| ext.to_str()) {
-            Some("jsonl") => Ok(RowReader::Jsonl(JsonlReader::open(path, batch_rows)?)),
-            Some("parquet") => Ok(RowReader::Parquet(ParquetReader::open(path, batch_rows)?)),
-            other => Err(Error::file(
-                path,
-                format!(
-                    "unsupported file type {:?} (expected .jsonl or .parquet)",
-                    other.map(|ext| format!(".{ext}")).unwrap_or_default()
-                ),
-            )),
+        match Format::of(path)? {
+            Format::Jsonl => Ok(RowReader::Jsonl(JsonlReader::open(path, batch_rows)?)),
+            Format::Parquet => Ok(RowReader::Parquet(ParquetReader::open(path, batch_rows)?)),
+        }
+    }
+
+    /// Read a whole file already in memory (an object fetched from storage); `name` (its URL)
+    /// picks the format by extension, as `open` does, and names the file in errors.
+    pub fn from_bytes(name: &Path, bytes: Bytes, batch_rows: usize) -> Result<Self> {
+        let batch_rows = batch_rows.max(1);
+        match Format::of(name)? {
+            Format::Jsonl => Ok(RowReader::Jsonl(JsonlReader::new(
+                name,
+                Box::new(bytes.reader()),
+                batch_rows,
+            ))),
+            Format::Parquet => Ok(RowReader::Parquet(ParquetReader::new(
+                name, bytes, batch_rows,
+            )?)),
         }
     }
 
@@ -81,9 +92,33 @@ impl RowReader {
     }
 }
 
+/// The two formats of cleaned files, told apart by extension.
+enum Format {
+    Jsonl,
+    Parquet,
+}
+
+impl Format {
+    fn of(path: &Path) -> Result<Self> {
+        match path.extension().and_then(|ext| ext.to_str()) {
+            Some("jsonl") => Ok(Format::Jsonl),
+            Some("parquet") => Ok(Format::Parquet),
+            other => Err(Error::file(
+                path,
+                format!(
+                    "unsupported file type {:?} (expected .jsonl or .parquet)",
+                    other.map(|ext| format!(".{ext}")).unwrap_or_default()
+                ),
+            )),
+        }
+    }
+}
+
 pub struct JsonlReader {
     path: PathBuf,
-    lines: BufReader<File>,
+    // Boxed: a file or an object's bytes. The buffer calls it once per MiB, so the dynamic
+    // call costs nothing measurable.
+    lines: BufReader<Box<dyn Read + Send>>,
     line_number: u64,
     batch_rows: usize,
     buffer: Vec<u8>,
@@ -101,13 +136,18 @@ struct JsonRow {
 impl JsonlReader {
     pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
         let file = File::open(path).at(path)?;
-        Ok(JsonlReader {
+        Ok(JsonlReader::new(path, Box::new(file), batch_rows))
+    }
+
+    /// Lines of `source`, named `path` in errors.
+    fn new(path: &Path, source: Box<dyn Read + Send>, batch_rows: usize) -> Self {
+        JsonlReader {
             path: path.to_path_buf(),
-            lines: BufReader::with_capacity(1 << 20, file),
+            lines: BufReader::with_capacity(1 << 20, source),
             line_number: 0,
             batch_rows,
             buffer: Vec::new(),
-        })
+        }
     }
 
     pub fn next_batch(&mut self) -> Result<Option<Vec<Row>>> {
@@ -230,7 +270,12 @@ pub struct ParquetReader {
 impl ParquetReader {
     pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
         let file = File::open(path).at(path)?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        ParquetReader::new(path, file, batch_rows)
+    }
+
+    /// Record batches of `source` (a file, or the bytes of an object), named `path` in errors.
+    fn new<T: ChunkReader + 'static>(path: &Path, source: T, batch_rows: usize) -> Result<Self> {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(source)
             .map_err(|err| Error::file(path, format!("cannot read as Parquet: {err}")))?;
         let schema = builder.schema().clone();
         let mut roots = Vec::with_capacity(FIELDS.len());

@@ -11,6 +11,10 @@
 //! makes all of their staged folders durable with one call (`durable::sync_folders`), renames
 //! them and then syncs each parent directory once, so the batch costs a few syncs, not eight
 //! per file.
+//!
+//! A job's input or target may also be an object on S3-compatible storage (`s3://...`): the
+//! input is fetched and the folder staged locally, then published as `tokenize::remote`
+//! describes (manifest deleted first, written last), with the same bytes.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -25,8 +29,11 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
 use crate::npy::{hex_digest, NpyWriter};
+use crate::storage::{Location, ObjectStores, ObjectUrl};
 use crate::tokenize::durable::{sync_dir, sync_folders};
 use crate::tokenize::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
+use crate::tokenize::read::RowReader;
+use crate::tokenize::remote;
 
 pub const TMP_PREFIX: &str = ".tmp-";
 /// Present in every folder this tool writes; only such folders are ever pruned.
@@ -218,8 +225,8 @@ pub fn manifest_json(dir: &Path, names: &[&str]) -> Result<Vec<u8>> {
 
 /// One file of a batch: the cleaned file, its tokenized folder and the metadata to record.
 pub struct FileJob {
-    pub input: PathBuf,
-    pub target: PathBuf,
+    pub input: Location,
+    pub target: Location,
     pub metadata: Map<String, Value>,
 }
 
@@ -238,12 +245,19 @@ pub fn tokenize_to_folder(
     batch_rows: usize,
 ) -> Result<EncodeStats> {
     let job = FileJob {
-        input: input.to_path_buf(),
-        target: target.to_path_buf(),
+        input: Location::Local(input.to_path_buf()),
+        target: Location::Local(target.to_path_buf()),
         metadata,
     };
-    let mut results = tokenize_files(encoder, vec![job], batch_rows, &|_| {});
+    let stores = ObjectStores::new([])?;
+    let mut results = tokenize_files(encoder, vec![job], &stores, batch_rows, &|_| {});
     results.pop().expect("one result per job")
+}
+
+/// A job's folder once encoded: staged beside a local target, or already published.
+enum Written {
+    Staged(StagedDir, EncodeStats),
+    Published(EncodeStats),
 }
 
 /// Tokenize every job as [`tokenize_to_folder`] does, several files at once on the current
@@ -251,65 +265,134 @@ pub fn tokenize_to_folder(
 /// written folders durable together and rename each into place. `finished(bytes)` is called
 /// from the worker threads with the input size of each file once its folder is staged.
 ///
+/// Remote inputs and targets (`s3://`) go through `stores`; a remote folder is published as
+/// soon as it is encoded (no sync: a stored object is durable).
+///
 /// Returns one result per job, in the order given; a failing job leaves its target as it was
-/// and does not stop the others.
+/// (a remote one at worst without its manifest, i.e. absent) and does not stop the others.
 pub fn tokenize_files(
     encoder: &Encoder,
     jobs: Vec<FileJob>,
+    stores: &ObjectStores,
     batch_rows: usize,
     finished: &(dyn Fn(u64) + Sync),
 ) -> Vec<Result<EncodeStats>> {
-    let sizes: Vec<u64> = jobs
-        .iter()
-        .map(|job| fs::metadata(&job.input).map_or(0, |meta| meta.len()))
-        .collect();
+    let sizes = input_sizes(&jobs, stores);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&index| std::cmp::Reverse(sizes[index]));
-    let mut written: Vec<(usize, Result<(StagedDir, EncodeStats)>)> = order
+    let mut written: Vec<(usize, Result<Written>)> = order
         .into_par_iter()
         .map(|index| {
-            let result = write_staged(encoder, &jobs[index], batch_rows);
+            let result = write_job(encoder, &jobs[index], stores, batch_rows);
             finished(sizes[index]);
             (index, result)
         })
         .collect();
     written.sort_by_key(|(index, _)| *index);
-    let staged: Vec<Result<(StagedDir, EncodeStats)>> =
-        written.into_iter().map(|(_, result)| result).collect();
+    let written: Vec<Result<Written>> = written.into_iter().map(|(_, result)| result).collect();
 
-    let dirs: Vec<&Path> = staged
+    let dirs: Vec<&Path> = written
         .iter()
-        .filter_map(|result| result.as_ref().ok().map(|(dir, _)| dir.path()))
+        .filter_map(|result| match result {
+            Ok(Written::Staged(dir, _)) => Some(dir.path()),
+            _ => None,
+        })
         .collect();
-    if let Err(err) = sync_folders(&dirs) {
-        // Nothing is renamed: the staged folders are removed as they drop.
-        return staged
-            .into_iter()
-            .map(|result| result.and_then(|_| Err(err.replicate())))
-            .collect();
-    }
-    let results: Vec<Result<EncodeStats>> = staged
+    let synced = sync_folders(&dirs);
+    let results: Vec<Result<EncodeStats>> = written
         .into_iter()
-        .map(|result| result.and_then(|(dir, stats)| dir.commit().map(|()| stats)))
+        .map(|result| match result? {
+            Written::Published(stats) => Ok(stats),
+            // On a failed sync nothing is renamed: the staged folders are removed as they drop.
+            Written::Staged(dir, stats) => match &synced {
+                Ok(()) => dir.commit().map(|()| stats),
+                Err(err) => Err(err.replicate()),
+            },
+        })
         .collect();
-    let mut parents: Vec<&Path> = jobs.iter().map(|job| parent_of(&job.target)).collect();
+    let mut parents: Vec<&Path> = jobs
+        .iter()
+        .filter_map(|job| match &job.target {
+            Location::Local(target) => Some(parent_of(target)),
+            Location::Remote(_) => None,
+        })
+        .collect();
     parents.sort();
     parents.dedup();
-    for parent in parents {
-        sync_dir(parent);
+    if synced.is_ok() {
+        for parent in parents {
+            sync_dir(parent);
+        }
     }
     results
 }
 
-/// Encode one job into a new staging folder next to its target (not yet synced or renamed).
-fn write_staged(
+/// Input bytes of each job (0 where unknown): the file's size, or the object's (HEAD requests
+/// for all remote inputs at once).
+fn input_sizes(jobs: &[FileJob], stores: &ObjectStores) -> Vec<u64> {
+    let remote: Vec<&ObjectUrl> = jobs
+        .iter()
+        .filter_map(|job| match &job.input {
+            Location::Remote(url) => Some(url),
+            Location::Local(_) => None,
+        })
+        .collect();
+    let mut remote_sizes = if remote.is_empty() {
+        Vec::new()
+    } else {
+        remote::object_sizes(stores, &remote)
+    }
+    .into_iter();
+    jobs.iter()
+        .map(|job| match &job.input {
+            Location::Local(path) => fs::metadata(path).map_or(0, |meta| meta.len()),
+            Location::Remote(_) => remote_sizes.next().flatten().unwrap_or(0),
+        })
+        .collect()
+}
+
+/// Encode one job: into a staging folder beside a local target (not yet synced or renamed),
+/// or into a local staging folder that is then published to a remote target and removed.
+fn write_job(
     encoder: &Encoder,
     job: &FileJob,
+    stores: &ObjectStores,
     batch_rows: usize,
-) -> Result<(StagedDir, EncodeStats)> {
-    let staged = StagedDir::create(&job.target)?;
-    let mut arrays = NpyFolderWriter::create(staged.path())?;
-    let stats = encoder.encode_file(&job.input, &mut arrays, batch_rows)?;
+) -> Result<Written> {
+    match &job.target {
+        Location::Local(target) => {
+            let staged = StagedDir::create(target)?;
+            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows)?;
+            Ok(Written::Staged(staged, stats))
+        }
+        Location::Remote(folder) => {
+            // Never committed: removed when it drops, published or not.
+            let staged = StagedDir::create(&std::env::temp_dir().join(folder.name()))?;
+            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows)?;
+            remote::publish_folder(stores, staged.path(), folder)?;
+            Ok(Written::Published(stats))
+        }
+    }
+}
+
+/// Write a job's whole folder (arrays, metadata, manifest, marker) into the empty `dir`.
+fn write_folder(
+    encoder: &Encoder,
+    job: &FileJob,
+    stores: &ObjectStores,
+    dir: &Path,
+    batch_rows: usize,
+) -> Result<EncodeStats> {
+    let mut arrays = NpyFolderWriter::create(dir)?;
+    let stats = match &job.input {
+        Location::Local(path) => encoder.encode_file(path, &mut arrays, batch_rows)?,
+        Location::Remote(url) => {
+            let bytes = remote::fetch_object(stores, url)?;
+            let name = url.as_path_buf();
+            let rows = RowReader::from_bytes(&name, bytes, batch_rows)?;
+            encoder.encode_rows(&name, rows, &mut arrays)?
+        }
+    };
     arrays.finish()?;
     let mut metadata = job.metadata.clone();
     metadata.insert("rows".into(), stats.rows.into());
@@ -317,11 +400,11 @@ fn write_staged(
     metadata.insert("text_bytes".into(), stats.text_bytes.into());
     metadata.insert("nulls".into(), stats.nulls.into());
     let json = serde_json::to_vec(&Value::Object(metadata)).expect("a JSON map always serialises");
-    write_file(&staged.path().join(METADATA_FILE), &json)?;
-    let manifest = manifest_json(staged.path(), &ARRAY_FILES)?;
-    write_file(&staged.path().join(MANIFEST_FILE), &manifest)?;
-    write_file(&staged.path().join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
-    Ok((staged, stats))
+    write_file(&dir.join(METADATA_FILE), &json)?;
+    let manifest = manifest_json(dir, &ARRAY_FILES)?;
+    write_file(&dir.join(MANIFEST_FILE), &manifest)?;
+    write_file(&dir.join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
+    Ok(stats)
 }
 
 #[cfg(test)]
@@ -470,15 +553,16 @@ mod tests {
         let jobs = [&small, &bad, &big]
             .into_iter()
             .map(|input| FileJob {
-                input: input.clone(),
-                target: out.join(input.file_name().unwrap()),
+                input: Location::Local(input.clone()),
+                target: Location::Local(out.join(input.file_name().unwrap())),
                 metadata: Map::new(),
             })
             .collect();
+        let stores = ObjectStores::new([]).unwrap();
         let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
         let finished = std::sync::atomic::AtomicU64::new(0);
         let results = thread_pool(Some(2)).unwrap().install(|| {
-            tokenize_files(&encoder, jobs, 1, &|bytes| {
+            tokenize_files(&encoder, jobs, &stores, 1, &|bytes| {
                 finished.fetch_add(bytes, Ordering::Relaxed);
             })
         });

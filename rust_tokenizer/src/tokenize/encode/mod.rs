@@ -385,7 +385,18 @@ impl Encoder {
         sink: &mut (dyn TokenSink + Send),
         batch_rows: usize,
     ) -> Result<EncodeStats> {
-        let mut reader = RowReader::open(path, batch_rows)?;
+        let reader = RowReader::open(path, batch_rows)?;
+        self.encode_rows(path, reader, sink)
+    }
+
+    /// Tokenize every row `reader` gives into `sink`, as `encode_file` does; `path` names the
+    /// file in errors (a path, or the URL of an object).
+    pub fn encode_rows(
+        &self,
+        path: &Path,
+        mut reader: RowReader,
+        sink: &mut (dyn TokenSink + Send),
+    ) -> Result<EncodeStats> {
         let mut stats = EncodeStats::default();
         let mut current = reader.next_batch()?;
         // The previous batch's arrays, not yet appended, and its rows, not yet freed.

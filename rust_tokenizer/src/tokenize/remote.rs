@@ -1,0 +1,538 @@
+//! Cleaned files read from, and tokenized folders written to, S3-compatible object storage
+//! (`s3://bucket/key`, see [`crate::storage`]).
+//!
+//! **Input.** A cleaned object is fetched whole into memory with one GET and parsed by the same
+//! readers as a local file (format by the key's extension; errors name the URL, the row and the
+//! field). One GET streams at the link's full rate, where Parquet's ranged reads would cost a
+//! round trip per column chunk for a reader that reads every row of three columns anyway; the
+//! price is memory of one object's size per file being encoded.
+//!
+//! **Output.** A folder `s3://bucket/prefix/<name>` is first written to a local staging folder
+//! (`.tmp-<name>.*` in `std::env::temp_dir()`, i.e. `$TMPDIR`) by the local writer, so its bytes
+//! (and the manifest's SHA-256s) are those a local run writes, and memory stays bounded by the
+//! upload's parts whatever the input's size. It is then published in three steps:
+//!
+//! 1. DELETE `<folder>/manifest.json`: from here on readers treat the folder as absent;
+//! 2. PUT the arrays, `metadata.json` and the ownership marker `.hrm-data`, concurrently; an
+//!    object larger than [`PART_SIZE`] goes up as a multipart upload of such parts,
+//!    [`PARTS_IN_FLIGHT`] at a time;
+//! 3. PUT `manifest.json`, last, once every other object is in place.
+//!
+//! A folder with a manifest is therefore complete and matches it; a failure in step 2 leaves the
+//! folder without one (absent), never with a manifest over other arrays. The staging folder is
+//! removed in every case. There is no sync: an object is durable once its PUT returns.
+
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use tokio::task::JoinSet;
+
+use crate::error::{Error, IoContext, RemoteKind, Result};
+use crate::storage::{runtime, ObjectStores, ObjectUrl};
+use crate::tokenize::write::{ARRAY_FILES, MANIFEST_FILE, METADATA_FILE, OWNER_MARKER};
+
+/// Objects larger than this go up in parts of this size (S3 needs parts of at least 5 MiB).
+pub const PART_SIZE: usize = 16 << 20;
+/// Parts of one object uploaded at once: enough to fill a link, little memory (4 x 16 MiB).
+pub const PARTS_IN_FLIGHT: usize = 4;
+
+/// The whole object at `url`.
+pub fn fetch_object(stores: &ObjectStores, url: &ObjectUrl) -> Result<Bytes> {
+    let store = stores.store_for(url)?;
+    runtime()?.block_on(async {
+        let object = store.get(&url.path()).await.map_err(|err| url.error(err))?;
+        object.bytes().await.map_err(|err| url.error(err))
+    })
+}
+
+/// The size of each object (HEAD requests, all at once); `None` where it cannot be had (the
+/// GET that follows reports why).
+pub fn object_sizes(stores: &ObjectStores, urls: &[&ObjectUrl]) -> Vec<Option<u64>> {
+    let Ok(runtime) = runtime() else {
+        return vec![None; urls.len()];
+    };
+    runtime.block_on(async {
+        let mut heads = JoinSet::new();
+        for (index, url) in urls.iter().enumerate() {
+            if let Ok(store) = stores.store_for(url) {
+                let path = url.path();
+                heads.spawn(async move { (index, store.head(&path).await.ok()) });
+            }
+        }
+        let mut sizes = vec![None; urls.len()];
+        while let Some(Ok((index, meta))) = heads.join_next().await {
+            sizes[index] = meta.map(|meta| meta.size);
+        }
+        sizes
+    })
+}
+
+/// Publish the staged folder `dir` as `folder`, by the protocol of the module documentation.
+pub fn publish_folder(stores: &ObjectStores, dir: &Path, folder: &ObjectUrl) -> Result<()> {
+    let store = stores.store_for(folder)?;
+    runtime()?.block_on(publish(store, dir, folder, PART_SIZE))
+}
+
+async fn publish(
+    store: Arc<dyn ObjectStore>,
+    dir: &Path,
+    folder: &ObjectUrl,
+    part_size: usize,
+) -> Result<()> {
+    let manifest = folder.child(MANIFEST_FILE);
+    if let Err(err) = store.delete(&manifest.path()).await {
+        match manifest.error(err) {
+            // Some S3-compatible stores answer 404 for a key that is already gone.
+            Error::Remote {
+                kind: RemoteKind::NotFound,
+                ..
+            } => {}
+            err => return Err(err),
+        }
+    }
+
+    // Small objects are read here and PUT concurrently by the runtime; large ones are streamed
+    // from disk by this (caller's) thread, part after part, so no runtime worker blocks on disk.
+    let mut small = JoinSet::new();
+    let mut large = Vec::new();
+    for name in ARRAY_FILES.iter().chain(&[METADATA_FILE, OWNER_MARKER]) {
+        let path = dir.join(name);
+        let url = folder.child(name);
+        if fs::metadata(&path).at(&path)?.len() > part_size as u64 {
+            large.push((path, url));
+        } else {
+            let bytes = fs::read(&path).at(&path)?;
+            let store = store.clone();
+            small.spawn(async move {
+                store
+                    .put(&url.path(), PutPayload::from(bytes))
+                    .await
+                    .map(|_| ())
+                    .map_err(|err| url.error(err))
+            });
+        }
+    }
+    let mut first_error = None;
+    for (path, url) in &large {
+        if let Err(err) = upload_in_parts(&store, path, url, part_size).await {
+            first_error = Some(err);
+            break;
+        }
+    }
+    while let Some(done) = small.join_next().await {
+        let outcome = done.unwrap_or_else(|join| {
+            Err(Error::Config(format!(
+                "{folder}: an upload task failed: {join}"
+            )))
+        });
+        if let Err(err) = outcome {
+            first_error.get_or_insert(err);
+        }
+    }
+    if let Some(err) = first_error {
+        return Err(err);
+    }
+
+    let bytes = fs::read(dir.join(MANIFEST_FILE)).at(&dir.join(MANIFEST_FILE))?;
+    store
+        .put(&manifest.path(), PutPayload::from(bytes))
+        .await
+        .map_err(|err| manifest.error(err))?;
+    Ok(())
+}
+
+/// Upload the file at `path` as `url` by a multipart upload: `part_size` parts read one after
+/// another, [`PARTS_IN_FLIGHT`] uploading at a time. On error the upload is aborted.
+async fn upload_in_parts(
+    store: &Arc<dyn ObjectStore>,
+    path: &Path,
+    url: &ObjectUrl,
+    part_size: usize,
+) -> Result<()> {
+    let upload = store
+        .put_multipart(&url.path())
+        .await
+        .map_err(|err| url.error(err))?;
+    let mut writer = WriteMultipart::new_with_chunk_size(upload, part_size);
+    let sent = async {
+        let mut file = File::open(path).at(path)?;
+        loop {
+            writer
+                .wait_for_capacity(PARTS_IN_FLIGHT)
+                .await
+                .map_err(|err| url.error(err))?;
+            let mut part = Vec::with_capacity(part_size);
+            let read = (&mut file)
+                .take(part_size as u64)
+                .read_to_end(&mut part)
+                .at(path)?;
+            if read == 0 {
+                return Ok(());
+            }
+            writer.put(Bytes::from(part));
+        }
+    }
+    .await;
+    match sent {
+        Ok(()) => writer
+            .finish()
+            .await
+            .map(|_| ())
+            .map_err(|err| url.error(err)),
+        Err(err) => {
+            let _ = writer.abort().await;
+            Err(err)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt;
+    use std::ops::Range;
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use futures_util::stream::{BoxStream, StreamExt};
+    use object_store::memory::InMemory;
+    use object_store::path::Path as ObjectPath;
+    use object_store::{
+        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta,
+        PutMultipartOptions, PutOptions, PutResult,
+    };
+    use serde_json::Map;
+
+    use crate::storage::Location;
+    use crate::tokenize::encode::tests::{jsonl, word_spec, word_tokenizer};
+    use crate::tokenize::encode::{thread_pool, Encoder};
+    use crate::tokenize::write::{tokenize_files, FileJob};
+
+    /// An in-memory store that logs every write and delete, and fails PUTs of one key.
+    #[derive(Debug, Default)]
+    struct Recording {
+        inner: InMemory,
+        log: Arc<Mutex<Vec<String>>>,
+        fail_on: Option<String>,
+    }
+
+    impl fmt::Display for Recording {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "Recording")
+        }
+    }
+
+    impl Recording {
+        fn record(&self, what: &str, path: &ObjectPath) {
+            self.log.lock().unwrap().push(format!("{what} {path}"));
+        }
+
+        fn refuses(&self, path: &ObjectPath) -> bool {
+            self.fail_on
+                .as_deref()
+                .is_some_and(|name| path.as_ref().ends_with(name))
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for Recording {
+        async fn put_opts(
+            &self,
+            location: &ObjectPath,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<PutResult> {
+            if self.refuses(location) {
+                return Err(object_store::Error::Generic {
+                    store: "Recording",
+                    source: "refused".into(),
+                });
+            }
+            self.record("put", location);
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjectPath,
+            opts: PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.record("multipart", location);
+            self.inner.put_multipart_opts(location, opts).await
+        }
+
+        async fn get_opts(
+            &self,
+            location: &ObjectPath,
+            options: GetOptions,
+        ) -> object_store::Result<GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+
+        async fn get_ranges(
+            &self,
+            location: &ObjectPath,
+            ranges: &[Range<u64>],
+        ) -> object_store::Result<Vec<Bytes>> {
+            self.inner.get_ranges(location, ranges).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+        ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+            let log = self.log.clone();
+            let logged = locations
+                .map(move |location| {
+                    if let Ok(path) = &location {
+                        log.lock().unwrap().push(format!("delete {path}"));
+                    }
+                    location
+                })
+                .boxed();
+            self.inner.delete_stream(logged)
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> object_store::Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &ObjectPath,
+            to: &ObjectPath,
+            options: CopyOptions,
+        ) -> object_store::Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    fn url(text: &str) -> ObjectUrl {
+        ObjectUrl::parse(text).unwrap().unwrap()
+    }
+
+    fn object(store: &Arc<Recording>, key: &str) -> Option<Vec<u8>> {
+        runtime()
+            .unwrap()
+            .block_on(async {
+                store
+                    .get(&ObjectPath::from(key))
+                    .await
+                    .ok()?
+                    .bytes()
+                    .await
+                    .ok()
+            })
+            .map(|bytes| bytes.to_vec())
+    }
+
+    fn put(store: &Arc<Recording>, key: &str, bytes: &[u8]) {
+        let payload = PutPayload::from(bytes.to_vec());
+        runtime()
+            .unwrap()
+            .block_on(store.inner.put(&ObjectPath::from(key), payload))
+            .unwrap();
+    }
+
+    fn folder_files() -> Vec<&'static str> {
+        let mut names = ARRAY_FILES.to_vec();
+        names.extend([METADATA_FILE, OWNER_MARKER, MANIFEST_FILE]);
+        names
+    }
+
+    /// Tokenize `input` locally into `root/local/<name>` and as `target` through `stores`.
+    fn both_ways(
+        root: &Path,
+        input: Location,
+        local_input: &Path,
+        target: &str,
+        stores: &ObjectStores,
+    ) {
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let pool = thread_pool(Some(2)).unwrap();
+        let jobs = vec![
+            FileJob {
+                input: Location::Local(local_input.to_path_buf()),
+                target: Location::Local(root.join("local").join("in.jsonl")),
+                metadata: Map::new(),
+            },
+            FileJob {
+                input,
+                target: Location::Remote(url(target)),
+                metadata: Map::new(),
+            },
+        ];
+        let results = pool.install(|| tokenize_files(&encoder, jobs, stores, 1, &|_| {}));
+        for result in results {
+            result.unwrap();
+        }
+    }
+
+    #[test]
+    fn a_published_folder_has_the_local_bytes_and_its_manifest_last() {
+        let root = tempfile::tempdir().unwrap();
+        let input = jsonl(
+            root.path(),
+            "in.jsonl",
+            &[("cot", "two", "five"), ("", "three", "")],
+        );
+        let store = Arc::new(Recording::default());
+        put(&store, "cleaned/in.jsonl", &fs::read(&input).unwrap());
+        put(&store, "tokenized/in.jsonl/manifest.json", b"stale");
+        let stores = ObjectStores::fixed(store.clone());
+        both_ways(
+            root.path(),
+            Location::Remote(url("s3://bucket/cleaned/in.jsonl")),
+            &input,
+            "s3://bucket/tokenized/in.jsonl",
+            &stores,
+        );
+        for name in folder_files() {
+            let local = fs::read(root.path().join("local/in.jsonl").join(name)).unwrap();
+            let remote = object(&store, &format!("tokenized/in.jsonl/{name}")).unwrap();
+            assert_eq!(local, remote, "{name}");
+        }
+        let log = store.log.lock().unwrap().clone();
+        assert_eq!(
+            log.first().unwrap(),
+            "delete tokenized/in.jsonl/manifest.json"
+        );
+        assert_eq!(log.last().unwrap(), "put tokenized/in.jsonl/manifest.json");
+        assert_eq!(log.len(), 1 + folder_files().len(), "{log:?}");
+        // The staging folder is gone.
+        let staged: Vec<_> = fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".tmp-in.jsonl.")
+            })
+            .collect();
+        assert!(staged.is_empty(), "{staged:?}");
+    }
+
+    #[test]
+    fn large_arrays_go_up_in_parts_with_the_same_bytes() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("staged");
+        fs::create_dir(&dir).unwrap();
+        // Sizes around the part size: none, one, one and a bit, and exactly two parts.
+        let part = 1 << 10;
+        let sizes = [0usize, part, part + 7, 2 * part, 3, 1, 5];
+        let names = ARRAY_FILES.iter().chain(&[METADATA_FILE, OWNER_MARKER]);
+        for (index, (name, size)) in names.zip(sizes).enumerate() {
+            let bytes: Vec<u8> = (0..size).map(|byte| ((byte + index) % 251) as u8).collect();
+            fs::write(dir.join(name), bytes).unwrap();
+        }
+        fs::write(dir.join(MANIFEST_FILE), b"{}").unwrap();
+        let store = Arc::new(Recording::default());
+        let folder = url("s3://b/out/x");
+        let dyn_store: Arc<dyn ObjectStore> = store.clone();
+        runtime()
+            .unwrap()
+            .block_on(publish(dyn_store, &dir, &folder, part))
+            .unwrap();
+        for name in folder_files() {
+            let remote = object(&store, &format!("out/x/{name}")).unwrap();
+            assert_eq!(fs::read(dir.join(name)).unwrap(), remote, "{name}");
+        }
+        let log = store.log.lock().unwrap().clone();
+        assert_eq!(log.last().unwrap(), "put out/x/manifest.json");
+        let multipart: Vec<&str> = log
+            .iter()
+            .filter_map(|line| line.strip_prefix("multipart out/x/"))
+            .collect();
+        assert_eq!(multipart, ["inst_len.npy", "resp_start.npy"], "{log:?}");
+    }
+
+    #[test]
+    fn a_failed_upload_leaves_no_manifest_and_no_staging() {
+        let root = tempfile::tempdir().unwrap();
+        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five")]);
+        let store = Arc::new(Recording {
+            fail_on: Some("resp_len.npy".into()),
+            ..Recording::default()
+        });
+        // A previous run's complete folder: it must not keep its manifest over new arrays.
+        for name in folder_files() {
+            put(&store, &format!("out/in.jsonl/{name}"), b"old");
+        }
+        let stores = ObjectStores::fixed(store.clone());
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let job = FileJob {
+            input: Location::Local(input),
+            target: Location::Remote(url("s3://bucket/out/in.jsonl")),
+            metadata: Map::new(),
+        };
+        let mut results = thread_pool(Some(2))
+            .unwrap()
+            .install(|| tokenize_files(&encoder, vec![job], &stores, 1, &|_| {}));
+        let err = results.pop().unwrap().unwrap_err();
+        assert!(err.to_string().contains("refused"), "{err}");
+        assert_eq!(object(&store, "out/in.jsonl/manifest.json"), None);
+        let log = store.log.lock().unwrap().clone();
+        assert_eq!(log.first().unwrap(), "delete out/in.jsonl/manifest.json");
+        assert!(!log
+            .iter()
+            .any(|line| line.starts_with("put") && line.ends_with(MANIFEST_FILE)));
+    }
+
+    #[test]
+    fn a_bad_row_in_an_object_names_its_url() {
+        let root = tempfile::tempdir().unwrap();
+        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five")]);
+        let mut bytes = fs::read(&input).unwrap();
+        bytes.extend_from_slice(
+            b"{\"condition\": \"\", \"instruction\": null, \"response\": \"\"}\n",
+        );
+        let store = Arc::new(Recording::default());
+        put(&store, "c/in.jsonl", &bytes);
+        let stores = ObjectStores::fixed(store.clone());
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let jobs = vec![
+            FileJob {
+                input: Location::Remote(url("s3://bkt/c/in.jsonl")),
+                target: Location::Remote(url("s3://bkt/t/in.jsonl")),
+                metadata: Map::new(),
+            },
+            FileJob {
+                input: Location::Remote(url("s3://bkt/c/missing.jsonl")),
+                target: Location::Local(root.path().join("out/missing.jsonl")),
+                metadata: Map::new(),
+            },
+        ];
+        let results = thread_pool(Some(2))
+            .unwrap()
+            .install(|| tokenize_files(&encoder, jobs, &stores, 1, &|_| {}));
+        let text = results[0].as_ref().unwrap_err().to_string();
+        assert_eq!(
+            text,
+            "s3://bkt/c/in.jsonl: row 2, field 'instruction': expected a string, got null"
+        );
+        assert!(matches!(
+            results[1],
+            Err(Error::Remote {
+                kind: RemoteKind::NotFound,
+                ..
+            })
+        ));
+        assert!(store.log.lock().unwrap().is_empty());
+        assert!(!root.path().join("out").join("missing.jsonl").exists());
+    }
+}
