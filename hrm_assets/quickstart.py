@@ -13,23 +13,48 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.common import settings
+from hrm_assets.common.storage import Location, ObjectStore, parse_location
 from hrm_assets.local_env import ENV_FILE, project_defaults
 
 DEFAULT_DEMO_RAW = "demo_raw"
 
 
-def _prepare_environment(data_root: Path, raw_root: Path | None) -> Path:
+def _prepare_environment(data_root: Location, raw_root: Location | None) -> Location:
     os.environ.setdefault("DAGSTER_HOME", str(settings.PROJECT_ROOT / "dagster_home"))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ[settings.DATA_ROOT_ENV] = str(data_root)
     raw_root = raw_root or data_root / DEFAULT_DEMO_RAW
     os.environ[settings.RAW_ROOT_ENV] = str(raw_root)
     return raw_root
+
+
+def _write_demo_corpus(raw_root: Location) -> None:
+    """Write the demo raw corpus where it is missing: into the folder, or, for a URL, into a
+    local temporary folder uploaded object by object (nothing is written if the prefix holds
+    objects already)."""
+    from hrm_assets.demo import write_demo_corpus
+
+    if isinstance(raw_root, Path):
+        if not raw_root.exists():
+            _step(f"writing the demo raw corpus to {raw_root}")
+            write_demo_corpus(raw_root)
+        return
+    store = ObjectStore(raw_root)
+    store.check_access()
+    if store.list():
+        return
+    _step(f"writing the demo raw corpus to {raw_root}")
+    with tempfile.TemporaryDirectory(prefix="hrm-demo-raw-") as folder:
+        write_demo_corpus(Path(folder))
+        for path in sorted(Path(folder).rglob("*")):
+            if path.is_file():
+                store.put_file(path.relative_to(folder).as_posix(), path)
 
 
 def _step(message: str) -> None:
@@ -83,13 +108,9 @@ def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_st
     ).success
 
 
-def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) -> int:
+def run(data_root: Location, raw_root: Location | None, vocab_size: int, epochs: int) -> int:
     raw_root = _prepare_environment(data_root, raw_root)
-    if not raw_root.exists():
-        from hrm_assets.demo import write_demo_corpus
-
-        _step(f"writing the demo raw corpus to {raw_root}")
-        write_demo_corpus(raw_root)
+    _write_demo_corpus(raw_root)
 
     # Definitions read the environment at import, so import them only now.
     import dagster as dg
@@ -107,12 +128,12 @@ def run(data_root: Path, raw_root: Path | None, vocab_size: int, epochs: int) ->
         return 1
     print(f"\nDone in {time.monotonic() - started:.0f}s.")
     for node in load_training_nodes():
-        print(f"Sampled epochs for node {node.name!r}: {node.output_dir(data_root)}")
+        print(f"Sampled epochs for node {node.name!r}: {node.output_dir(settings.data_root())}")
     print(f"Every run's log, lineage and metadata, in the UI: {_ui_command(data_root, raw_root)}")
     return 0
 
 
-def _ui_command(data_root: Path, raw_root: Path) -> str:
+def _ui_command(data_root: Location, raw_root: Location) -> str:
     """``dagster dev`` as it opens this instance and corpus: bare in the repository root when
     its ``.env`` has them as defaults, else with the variables spelled out."""
     defaults = project_defaults(settings.PROJECT_ROOT)
@@ -132,12 +153,17 @@ def _ui_command(data_root: Path, raw_root: Path) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hrm_assets.quickstart", description=__doc__)
-    parser.add_argument("--data-root", type=Path, default=settings.data_root())
+    parser.add_argument(
+        "--data-root",
+        type=parse_location,
+        default=settings.data_location(),
+        help="a folder or an object-storage URL (s3://bucket/prefix); default $HRM_DATA_ROOT",
+    )
     parser.add_argument(
         "--raw-root",
-        type=Path,
+        type=parse_location,
         default=None,
-        help="raw corpus (default: the demo corpus under the data root)",
+        help="raw corpus, a folder or a URL (default: the demo corpus under the data root)",
     )
     parser.add_argument(
         "--vocab-size",
@@ -152,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from hrm_assets.tokenizer.train import DEFAULT_VOCAB_SIZE
 
         args.vocab_size = DEFAULT_VOCAB_SIZE
-    return run(args.data_root.absolute(), args.raw_root, args.vocab_size, args.epochs)
+    return run(args.data_root, args.raw_root, args.vocab_size, args.epochs)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ from hrm_assets.cleaning.sources import SOURCES, SkippedRow, SkipRecord, SourceS
 from hrm_assets.common import settings
 from hrm_assets.common.atomic import atomic_file, exclusive_lock
 from hrm_assets.common.hashing import file_sha256, value_sha256
+from hrm_assets.common.object_mirror import mirror_tree
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.tokenization.framing import split_condition
 
 DEFAULT_BATCH_SIZE = 8192
@@ -607,6 +609,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --batch-size must be at least 1", file=sys.stderr)
         return 2
     raw_root = args.raw_root.absolute() if args.raw_root else settings.raw_root()
+    if isinstance(raw_root, ObjectRoot):
+        # Read through the local working copy, refreshed by ETag (docs/STORAGE.md).
+        raw_root = mirror_tree(raw_root).local
     out_root = args.out.absolute() if args.out else settings.cleaned_root()
     failed = []
     for spec in specs:

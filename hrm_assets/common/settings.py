@@ -6,8 +6,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hrm_assets.common.storage import Location, is_url, parse_location
+
 DATA_ROOT_ENV = "HRM_DATA_ROOT"
 RAW_ROOT_ENV = "HRM_RAW_ROOT"
+# Each stage's root on its own (default: <data root>/cleaned, /tokenizer, /tokenized). Any root
+# may be an object-storage URL (s3://bucket/prefix; raw data also gs://, az://, hf://).
+CLEANED_ROOT_ENV = "HRM_CLEANED_ROOT"
+TOKENIZER_ROOT_ENV = "HRM_TOKENIZER_ROOT"
+TOKENIZED_ROOT_ENV = "HRM_TOKENIZED_ROOT"
+# Local working cache of remote roots (docs/STORAGE.md); default ~/.cache/hrm-data.
+CACHE_DIR_ENV = "HRM_CACHE_DIR"
+DEFAULT_DATA_ROOT = "data"
 SOURCES_YAML_ENV = "HRM_SOURCES_YAML"
 SOURCES_YAML_NAME = "sources.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -22,14 +32,29 @@ TOKENS_FILE = "tokens.npy"
 
 
 def data_root() -> Path:
-    """Root of every output: ``$HRM_DATA_ROOT``, default ``./data``."""
-    return Path(os.environ.get(DATA_ROOT_ENV, "data")).absolute()
+    """Local root of every output: ``$HRM_DATA_ROOT``, default ``./data``. When
+    ``$HRM_DATA_ROOT`` is a URL, what stays local (sampled epochs of a node without an
+    ``output_path``, exports) goes under ``./data``; :func:`data_location` is the URL."""
+    value = os.environ.get(DATA_ROOT_ENV, DEFAULT_DATA_ROOT)
+    return Path(DEFAULT_DATA_ROOT if is_url(value) else value).absolute()
 
 
-def raw_root() -> Path | None:
-    """Local mirror of the raw sources (``$HRM_RAW_ROOT``), or None to load from the Hub."""
+def data_location() -> Location:
+    """``$HRM_DATA_ROOT`` as given: a local ``Path`` or an :class:`ObjectRoot`."""
+    return parse_location(os.environ.get(DATA_ROOT_ENV, DEFAULT_DATA_ROOT))
+
+
+def stage_location(variable: str) -> Location | None:
+    """A stage root set on its own (``$HRM_CLEANED_ROOT`` ...), or None: under the data root."""
+    value = os.environ.get(variable)
+    return parse_location(value) if value else None
+
+
+def raw_root() -> Location | None:
+    """Mirror of the raw sources (``$HRM_RAW_ROOT``): a local folder or a URL, or None to load
+    from the Hub."""
     value = os.environ.get(RAW_ROOT_ENV)
-    return Path(value).absolute() if value else None
+    return parse_location(value) if value else None
 
 
 def sources_yaml_path() -> Path | None:

@@ -1,20 +1,32 @@
 """Cleaned sources: ``cleaned/<source>`` writes data_io's rows at data_io's relative paths."""
 
+import json
+import tempfile
+from pathlib import Path
+
 import dagster as dg
 
 from hrm_assets.cleaning.clean import clean_source, source_code_version
 from hrm_assets.cleaning.raw_versions import observe_raw
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.build_record import is_current, read_record, write_record
-from hrm_assets.common.hashing import tree_sha256, value_sha256
+from hrm_assets.common.hashing import file_sha256, tree_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile
-from hrm_assets.defs.cleaned.checks import rows_valid_result, rows_valid_spec
+from hrm_assets.common.storage import ObjectRoot, cache_root, remote_tree_sha256
+from hrm_assets.defs.cleaned.checks import (
+    ROWS_VALID,
+    rows_valid_from_summary,
+    rows_valid_result,
+    rows_valid_spec,
+    rows_valid_summary,
+)
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.keys import CLEANED_PREFIX, cleaned_key, raw_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import sync_partitions
 from hrm_assets.tokenization.partitioning import files_of_source
+from hrm_assets.tokenization.remote import RemoteCleaned
 
 BUILD_RECORDS = ".hrm-build"  # hidden: the cleaned-file scan ignores it
 
@@ -82,10 +94,16 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         check_specs=[rows_valid_spec(spec)],
     )
     def cleaned(context: dg.AssetExecutionContext, data_paths: DataPaths) -> dg.MaterializeResult:
+        raw_path = data_paths.raw_path
+        observation = observe_raw(spec, raw_path)
+        inputs = value_sha256({"raw": observation.version, "code": source_code_version(spec)})
+        location = data_paths.cleaned_location
+        if isinstance(location, ObjectRoot):
+            return clean_into_object_storage(
+                context, spec, location, data_paths, raw_path, observation, inputs
+            )
         cleaned_root = data_paths.cleaned_root
         record_path = cleaned_root / BUILD_RECORDS / f"{spec.name}.json"
-        observation = observe_raw(spec, data_paths.raw_path)
-        inputs = value_sha256({"raw": observation.version, "code": source_code_version(spec)})
         before = files_of_source(spec, cleaned_root)
         record = read_record(record_path)
         unchanged = (
@@ -97,7 +115,7 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             context.log.info(f"raw data and code of {spec.name} unchanged: nothing rewritten")
             summary = record["report"]
         else:
-            report = clean_source(spec, cleaned_root, raw_root=data_paths.raw_path)
+            report = clean_source(spec, cleaned_root, raw_root=raw_path)
             context.log.info(report.summary())
             for item in before:
                 if item.relative not in report.files:
@@ -125,6 +143,94 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         )
 
     return cleaned
+
+
+def clean_into_object_storage(
+    context: dg.AssetExecutionContext,
+    spec: SourceSpec,
+    location: ObjectRoot,
+    data_paths: DataPaths,
+    raw_path,
+    observation,
+    inputs: str,
+) -> dg.MaterializeResult:
+    """The cleaned asset on a remote root: decide from one listing, the objects' stored
+    SHA-256 (HEADs) and the build record (a small GET), never by reading the data; clean into
+    a local staging folder, then upload each file with one PUT (its SHA-256 stored with it).
+    The data version is the local one: ``tree_sha256`` of the same bytes."""
+    remote = RemoteCleaned.scan(location)
+    store = remote.store
+    record_key = f"{BUILD_RECORDS}/{spec.name}.json"
+    before = files_of_source(spec, remote.local, remote.files())
+    heads = remote.heads(before)
+    record = read_record_bytes(store.get_bytes(record_key))
+    ours = all(info.sha256 for info in heads.values())
+    unchanged = (
+        observation.problem is None
+        and bool(before)
+        and ours
+        and is_current(record, inputs, remote_tree_sha256(heads.values()))
+        and isinstance(record.get(ROWS_VALID), dict)
+    )
+    if unchanged:
+        context.log.info(f"raw data and code of {spec.name} unchanged: nothing rewritten")
+        summary, rows_valid = record["report"], record[ROWS_VALID]
+        version = record["outputs"]
+    else:
+        cache_root().mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".tmp-cleaned-", dir=cache_root()) as staging:
+            staging = Path(staging)
+            report = clean_source(spec, staging, raw_root=raw_path)
+            context.log.info(report.summary())
+            staged = files_of_source(spec, staging)
+            rows_valid = rows_valid_summary(staged)
+            version = _content_version(staging, staged)
+            uploaded = 0
+            for item in staged:
+                digest = file_sha256(item.path)
+                known = heads.get(item.relative)
+                if known is None or known.sha256 != digest:
+                    store.put_file(item.relative, item.path, sha256=digest)
+                    uploaded += 1
+            context.log.info(f"{uploaded} of {len(staged)} file(s) uploaded to {location}")
+        for item in before:
+            if item.relative not in report.files and heads[item.relative].sha256:
+                # Only objects carrying our SHA-256 metadata: files this asset wrote.
+                context.log.info(f"removing {item.relative}: {spec.name} no longer writes it")
+                store.delete([item.relative])
+        summary = report.as_dict()
+        record_text = json.dumps(
+            {"inputs": inputs, "outputs": version, "report": summary, ROWS_VALID: rows_valid},
+            sort_keys=True,
+            indent=1,
+        )
+        store.put_bytes(record_key, record_text.encode("utf-8"))
+        remote = RemoteCleaned.scan(location)
+    outputs = files_of_source(spec, remote.local, remote.files())
+    added, removed = sync_partitions(
+        context.instance, spec, remote.local, data_paths.tokenized_location, outputs
+    )
+    if added or removed:
+        context.log.info(f"tokenized partitions: +{len(added)} -{len(removed)}")
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(version),
+        metadata={
+            **cleaning_metadata(summary),
+            "content_sha256": version,
+            "raw_version": observation.version,
+            "rebuilt": not unchanged,
+            "location": str(location),
+        },
+        check_results=[rows_valid_from_summary(rows_valid)],
+    )
+
+
+def read_record_bytes(data: bytes | None) -> dict | None:
+    try:
+        record = json.loads(data) if data is not None else None
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 CLEANED_ASSETS = [build_cleaned_asset(spec) for spec in SOURCES.values()]

@@ -6,6 +6,8 @@ nodes). The materialization records which worker wrote them and the input finger
 sensor compares against.
 """
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -13,6 +15,9 @@ import dagster as dg
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.build_record import is_current, read_record, write_record
 from hrm_assets.common.hashing import listing_sha256, value_sha256
+from hrm_assets.common.object_mirror import mirror_tree
+from hrm_assets.common.settings import TOKENIZER_JSON
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
@@ -123,18 +128,20 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
             )
             from hrm_assets.sampling.sampler import make_config, sample_tokenized
 
-            sampling_config = make_config(
-                tokenized_path=data_paths.tokenized_root,
-                output_path=output,
-                prefix_config_path=Path(data_paths.prefix_config_path),
-                **config.model_dump(),
-            )
-            context.log.info(f"sampling {data_paths.tokenized_root} into {output}")
-            # Reads the tokenized root as one snapshot, waiting for tokenization steps that
-            # are writing its folders and holding off those that would rewrite them.
-            result = sample_tokenized(
-                sampling_config, warn=context.log.warning, log=context.log.info
-            )
+            with tokenized_input(data_paths, context.log.info) as (tokenized_path, tokenizer):
+                sampling_config = make_config(
+                    tokenized_path=tokenized_path,
+                    output_path=output,
+                    prefix_config_path=Path(data_paths.prefix_config_path),
+                    tokenizer_path=tokenizer,
+                    **config.model_dump(),
+                )
+                context.log.info(f"sampling {data_paths.tokenized_location} into {output}")
+                # Reads the tokenized root as one snapshot, waiting for tokenization steps that
+                # are writing its folders and holding off those that would rewrite them.
+                result = sample_tokenized(
+                    sampling_config, warn=context.log.warning, log=context.log.info
+                )
             summary = {
                 "figures": summary_figures(result),
                 "categories": category_records(result),
@@ -173,6 +180,30 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
         )
 
     return sampled
+
+
+@contextlib.contextmanager
+def tokenized_input(data_paths: DataPaths, log) -> Iterator[tuple[Path, Path | None]]:
+    """The tokenized root to sample from, and the tokenizer to ship (None: the one
+    ``tokenizer_info.json`` records). On disk: the root itself. In object storage: the local
+    working copy, refreshed first (every complete folder; only objects whose ETag changed are
+    downloaded) and held under its lock while the sampler reads it; the tokenizer from its own
+    working copy."""
+    location = data_paths.tokenized_location
+    if not isinstance(location, ObjectRoot):
+        yield data_paths.tokenized_root, None
+        return
+    from hrm_assets.tokenization.remote import mirror_lock, mirror_tokenized
+
+    tokenizer = None
+    if isinstance(data_paths.tokenizer_location, ObjectRoot):
+        mirror_tree(data_paths.tokenizer_location, select=lambda name: name == TOKENIZER_JSON)
+        tokenizer = data_paths.tokenizer_json
+    local = data_paths.tokenized_root
+    with mirror_lock(local):
+        mirror_tokenized(location, local)
+        log(f"tokenized folders of {location} refreshed into {local}")
+        yield local, tokenizer
 
 
 SAMPLED_ASSETS = [build_sampled_asset(node) for node in load_training_nodes()]

@@ -9,6 +9,7 @@ materialization with its own data version and its checks; an unchanged one keeps
 A file that fails fails the run, named in the error, after every other file is recorded.
 """
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -18,11 +19,15 @@ import dagster as dg
 
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.layout import CleanedFile, LayoutError
+from hrm_assets.common.object_mirror import mirror_tree
+from hrm_assets.common.settings import TOKENIZER_JSON
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.checks import (
+    reused_remote_check_results,
     tokenized_check_results,
     tokenized_check_specs,
     tokenized_vocab_size,
@@ -39,6 +44,7 @@ from hrm_assets.defs.tokenized.records import (
 )
 from hrm_assets.tokenization.framing import Framing
 from hrm_assets.tokenization.partitioning import partition_file
+from hrm_assets.tokenization.remote import RemoteCleaned, RemoteTokenized, tokenize_remote
 from hrm_assets.tokenization.tokenize import (
     TokenizeFailure,
     TokenizeOutcome,
@@ -74,21 +80,29 @@ def tokenize_backfill_policy() -> dg.BackfillPolicy:
 
 
 def cleaned_files_for(
-    spec: SourceSpec, cleaned_root: Path, partitions: Sequence[str]
+    spec: SourceSpec,
+    cleaned_root: Path,
+    partitions: Sequence[str],
+    remote: RemoteCleaned | None = None,
 ) -> tuple[list[CleanedFile], list[TokenizeFailure]]:
     """The cleaned file of each partition, and a failure naming each partition whose file is
-    missing or ambiguous (two paths mapping to its folder)."""
+    missing or ambiguous (two paths mapping to its folder). With ``remote``, looked up in its
+    listing instead of on disk."""
     found, missing = [], []
+    where = remote.root if remote is not None else cleaned_root
     for key in partitions:
         try:
-            item = partition_file(spec, cleaned_root, key)
+            if remote is not None:
+                item = remote.partition_file(spec, key)
+            else:
+                item = partition_file(spec, cleaned_root, key)
         except LayoutError as error:
             missing.append(TokenizeFailure(key, error))
             continue
         if item is None:
             problem = (
                 f"cleaned file for partition {key!r} of {spec.name} not found under "
-                f"{cleaned_root}; rematerialize cleaned/{spec.name}"
+                f"{where}; rematerialize cleaned/{spec.name}"
             )
             missing.append(TokenizeFailure(key, FileNotFoundError(problem)))
         else:
@@ -132,13 +146,23 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, config: TokenizeConfig, data_paths: DataPaths
     ) -> Iterator[dg.AssetMaterialization | dg.AssetCheckEvaluation]:
         partitions = context.partition_keys
-        files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
-        setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
         tokenized_root = data_paths.tokenized_root
-        # Before anything is written: nested roots would put outputs among the cleaned files.
-        check_roots_apart([data_paths.cleaned_root], tokenized_root)
-        write_tokenizer_info(tokenized_root, setup)
-        vocab_size = tokenized_vocab_size(tokenized_root)
+        remote = remote_roots(data_paths)
+        if remote is None:
+            files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
+            setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
+            # Before anything is written: nested roots would put outputs among the cleaned
+            # files.
+            check_roots_apart([data_paths.cleaned_root], tokenized_root)
+            write_tokenizer_info(tokenized_root, setup)
+            vocab_size = tokenized_vocab_size(tokenized_root)
+            results = tokenize_files(files, tokenized_root, setup, threads=config.threads)
+        else:
+            cleaned, out = remote
+            files, failures = cleaned_files_for(spec, cleaned.local, partitions, cleaned)
+            setup = remote_tokenizer_setup(data_paths)
+            vocab_size = out.write_tokenizer_info(setup)
+            results = tokenize_remote(files, cleaned, out, setup, threads=config.threads)
         instance = context.instance
         recorded = recorded_data_versions(instance, asset_key, partitions)
         tags = version_tags(instance, deps, CODE_VERSION)
@@ -160,9 +184,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             evaluations.clear()
 
         last_log = time.monotonic()
-        for done, result in enumerate(
-            tokenize_files(files, tokenized_root, setup, threads=config.threads), start=1
-        ):
+        for done, result in enumerate(results, start=1):
             if time.monotonic() - last_log >= PROGRESS_SECONDS:
                 last_log = time.monotonic()
                 context.log.info(f"{done:,} of {len(files):,} files done")
@@ -170,7 +192,10 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 failures.append(result)
                 continue
             counts["unchanged" if result.skipped else "tokenized"] += 1
-            checks = tokenized_check_results(tokenized_root, result.output_dir, vocab_size)
+            if result.output_dir is None:  # a remote folder reused from its manifest
+                checks = reused_remote_check_results(out.root.join(result.safe_name))
+            else:
+                checks = tokenized_check_results(tokenized_root, result.output_dir, vocab_size)
             key = result.safe_name
             if recorded.get(key) == result.data_version:
                 unchanged.append(result)
@@ -210,6 +235,30 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         )
 
     return tokenized
+
+
+def remote_roots(data_paths: DataPaths) -> tuple[RemoteCleaned, RemoteTokenized] | None:
+    """The cleaned and tokenized roots in object storage, or None when both are local. One
+    local and one remote is refused: the step reads one and writes the other by one protocol."""
+    cleaned, tokenized = data_paths.cleaned_location, data_paths.tokenized_location
+    if isinstance(cleaned, ObjectRoot) and isinstance(tokenized, ObjectRoot):
+        return RemoteCleaned.scan(cleaned), RemoteTokenized(tokenized)
+    if isinstance(cleaned, ObjectRoot) or isinstance(tokenized, ObjectRoot):
+        raise ValueError(
+            f"cleaned root {cleaned} and tokenized root {tokenized}: put both on disk or both "
+            "in object storage"
+        )
+    return None
+
+
+def remote_tokenizer_setup(data_paths: DataPaths) -> TokenizerSetup:
+    """The tokenizer (from its working copy when remote), recorded by its URL."""
+    location = data_paths.tokenizer_location
+    if not isinstance(location, ObjectRoot):
+        return TokenizerSetup.load(data_paths.tokenizer_json, Framing())
+    mirror_tree(location, select=lambda relative: relative == TOKENIZER_JSON)
+    setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())
+    return dataclasses.replace(setup, given_path=str(location.join(TOKENIZER_JSON)))
 
 
 TOKENIZED_ASSETS = [build_tokenized_asset(spec) for spec in SOURCES.values()]

@@ -6,6 +6,7 @@ import dagster as dg
 
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.layout import CleanedFile
+from hrm_assets.common.storage import Location, ObjectRoot
 from hrm_assets.tokenization.partitioning import files_of_source, partition_changes
 from hrm_assets.tokenization.tokenize import remove_owned_output
 
@@ -31,15 +32,26 @@ def sync_partitions(
     instance: dg.DagsterInstance,
     spec: SourceSpec,
     cleaned_root: Path,
-    tokenized_root: Path,
+    tokenized_root: Location,
     scanned: list[CleanedFile] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Register new files as partitions; delete gone ones and their (owned) tokenized folders."""
+    """Register new files as partitions; delete gone ones and their (owned) tokenized folders
+    (on disk or in object storage)."""
     name = TOKENIZED_PARTITIONS[spec.name].name
     added, removed = partition_requests(instance, spec, cleaned_root, scanned)
     if added:
         instance.add_dynamic_partitions(name, added)
     for key in removed:
         instance.delete_dynamic_partition(name, key)
-        remove_owned_output(tokenized_root, key)
+        remove_owned_output_at(tokenized_root, key)
     return added, removed
+
+
+def remove_owned_output_at(tokenized_root: Location, key: str) -> bool:
+    """Delete the tokenized folder ``key`` if this project wrote it (its ``.hrm-data`` marker),
+    wherever the root is."""
+    if isinstance(tokenized_root, ObjectRoot):
+        from hrm_assets.tokenization.remote import RemoteTokenized
+
+        return RemoteTokenized(tokenized_root).remove_owned(key)
+    return remove_owned_output(tokenized_root, key)

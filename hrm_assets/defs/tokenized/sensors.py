@@ -4,10 +4,15 @@ import dagster as dg
 
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedScan, scan_cleaned_tree
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.resources import DataPaths
-from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS, partition_requests
+from hrm_assets.defs.tokenized.partitions import (
+    TOKENIZED_PARTITIONS,
+    partition_requests,
+    remove_owned_output_at,
+)
 from hrm_assets.tokenization.partitioning import files_by_source
-from hrm_assets.tokenization.tokenize import remove_owned_output
+from hrm_assets.tokenization.remote import RemoteCleaned
 
 
 @dg.sensor(
@@ -21,7 +26,14 @@ def cleaned_files_sensor(
     context: dg.SensorEvaluationContext, data_paths: DataPaths
 ) -> dg.SensorResult:
     cleaned_root = data_paths.cleaned_root
-    scan = scan_cleaned_tree(cleaned_root) if cleaned_root.is_dir() else CleanedScan([], [])
+    if isinstance(data_paths.cleaned_location, ObjectRoot):
+        # One listing of the bucket; the files appear at their place in the working copy.
+        remote = RemoteCleaned.scan(data_paths.cleaned_location)
+        scan = CleanedScan(remote.files(), [])
+    elif cleaned_root.is_dir():
+        scan = scan_cleaned_tree(cleaned_root)
+    else:
+        scan = CleanedScan([], [])
     scanned = scan.files
     by_source = files_by_source(SOURCES.values(), scanned)
     requests = []
@@ -34,7 +46,7 @@ def cleaned_files_sensor(
         if removed:
             requests.append(partitions_def.build_delete_request(removed))
             for key in removed:
-                remove_owned_output(data_paths.tokenized_root, key)
+                remove_owned_output_at(data_paths.tokenized_location, key)
         if added or removed:
             changes.append(f"{name}: +{len(added)} -{len(removed)}")
     context.log.info("; ".join(changes) if changes else f"{len(scanned)} cleaned files, no change")

@@ -6,6 +6,11 @@ import dagster as dg
 from pydantic import Field
 
 from hrm_assets.cleaning.sources import SOURCES
+from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.layout import is_cleaned_name, is_temporary
+from hrm_assets.common.object_mirror import mirror_tree
+from hrm_assets.common.settings import TOKENIZER_JSON
+from hrm_assets.common.storage import ObjectRoot, ObjectStore
 from hrm_assets.defs.common.automation import on_missing_only
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key
 from hrm_assets.defs.common.resources import DataPaths
@@ -26,6 +31,28 @@ class TokenizerConfig(dg.Config):
     )
 
 
+# The tokenizer folder's files: the tokenizer and the record of what it was trained on.
+TOKENIZER_FILES = (TOKENIZER_JSON, f"{TOKENIZER_JSON}.inputs.json")
+
+
+def is_cleaned_object(relative: str) -> bool:
+    return is_cleaned_name(relative.rsplit("/", 1)[-1]) and not is_temporary(relative)
+
+
+def upload_changed(store: ObjectStore, folder: Path, names: tuple[str, ...]) -> None:
+    """PUT each local file whose SHA-256 differs from its object's; delete the objects of
+    files that are gone (ours: they carry our SHA-256)."""
+    heads = store.head_many(names)
+    for name in names:
+        path, known = folder / name, heads[name]
+        if path.is_file():
+            digest = file_sha256(path)
+            if known is None or known.sha256 != digest:
+                store.put_file(name, path, sha256=digest)
+        elif known is not None and known.sha256:
+            store.delete([name])
+
+
 @dg.asset(
     key=TOKENIZER_KEY,
     group_name="tokenizer",
@@ -38,6 +65,14 @@ class TokenizerConfig(dg.Config):
 def tokenizer(
     context: dg.AssetExecutionContext, config: TokenizerConfig, data_paths: DataPaths
 ) -> dg.MaterializeResult:
+    cleaned_location = data_paths.cleaned_location
+    tokenizer_location = data_paths.tokenizer_location
+    if isinstance(cleaned_location, ObjectRoot):
+        # Trained locally: the cleaned files come through the working copy (only objects whose
+        # ETag changed are downloaded).
+        mirror_tree(cleaned_location, select=is_cleaned_object)
+    if isinstance(tokenizer_location, ObjectRoot):
+        mirror_tree(tokenizer_location, select=lambda relative: relative in TOKENIZER_FILES)
     outcome = build_tokenizer(
         cleaned_root=data_paths.cleaned_root,
         out_path=data_paths.tokenizer_json,
@@ -48,10 +83,14 @@ def tokenizer(
         retrain=config.retrain,
         log=context.log.info,
     )
+    path = str(outcome.path)
+    if isinstance(tokenizer_location, ObjectRoot):
+        upload_changed(ObjectStore(tokenizer_location), data_paths.tokenizer_dir, TOKENIZER_FILES)
+        path = str(tokenizer_location.join(TOKENIZER_JSON))
     return dg.MaterializeResult(
         data_version=dg.DataVersion(outcome.sha256),
         metadata={
-            "path": dg.MetadataValue.path(str(outcome.path)),
+            "path": dg.MetadataValue.path(path),
             "vocab_size": outcome.vocab_size,
             "sha256": outcome.sha256,
             "trained": outcome.trained,

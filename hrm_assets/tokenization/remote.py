@@ -1,0 +1,379 @@
+"""Tokenized folders in object storage: the same folders, bytes and skip rules as
+``tokenize.py`` writes on disk, for a tokenized root that is an ``s3://`` URL.
+
+The commit protocol of a folder ``<root>/<safe name>/`` (docs/STORAGE.md):
+
+1. DELETE ``manifest.json`` (a reader now takes the folder as absent);
+2. PUT the arrays, ``metadata.json`` and the ownership marker ``.hrm-data``;
+3. PUT ``manifest.json`` last.
+
+A folder is complete only when its ``manifest.json`` lists exactly the five arrays and the
+listing shows each with the manifest's size, and it carries the marker; anything else is absent
+(a writer killed at any moment leaves a folder that no reader takes, and that the next run
+rewrites). Deciding whether a folder is current reads its ``metadata.json`` and
+``manifest.json`` (two small GETs) and the cleaned object's stored SHA-256 (a HEAD): the data is
+never read to skip it. Only folders carrying the marker are ever deleted.
+
+Object storage has no lock: two writers of one folder are kept apart by Dagster, which runs one
+materialization of a partition at a time (a run of a partition waits for, or is refused
+beside, another), and by ``hrm-tokenize``'s users not pointing two commands at one root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hrm_assets.cleaning.sources import SourceSpec
+from hrm_assets.common.atomic import exclusive_lock, lock_path_for
+from hrm_assets.common.layout import (
+    CleanedFile,
+    LayoutError,
+    is_cleaned_name,
+    is_temporary,
+)
+from hrm_assets.common.manifest import MANIFEST_FILE
+from hrm_assets.common.object_mirror import refresh_files
+from hrm_assets.common.settings import TOKENIZER_INFO_FILE
+from hrm_assets.common.storage import (
+    ObjectInfo,
+    ObjectRoot,
+    ObjectStore,
+    cache_root,
+    mirror_path,
+    remote_tree_sha256,
+)
+from hrm_assets.tokenization.framing import tokenizer_info_json
+from hrm_assets.tokenization.partitioning import relative_paths_for
+from hrm_assets.tokenization.tokenize import (
+    _VERSION_FIELDS,
+    ARRAY_FILES,
+    CODE_VERSION,
+    METADATA_FILE,
+    OWNER_MARKER,
+    ForeignOutputError,
+    TokenizeFailure,
+    TokenizeOutcome,
+    TokenizerSetup,
+    data_version,
+    tokenize_files,
+)
+
+
+@dataclass
+class RemoteCleaned:
+    """A cleaned root in object storage, as one listing: its files appear as
+    :class:`CleanedFile` at their place in the local working copy (``local``), which holds
+    only what has been downloaded."""
+
+    root: ObjectRoot
+    store: ObjectStore
+    local: Path
+    listing: dict[str, ObjectInfo]
+
+    @classmethod
+    def scan(cls, root: ObjectRoot) -> RemoteCleaned:
+        store = ObjectStore(root)
+        return cls(root, store, mirror_path(root), store.list())
+
+    def files(self) -> list[CleanedFile]:
+        """Every cleaned object (data_io's names, no ``.tmp-`` entries), sorted by safe name;
+        :class:`LayoutError` if two map to one folder."""
+        found: dict[str, CleanedFile] = {}
+        for relative in self.listing:
+            if not is_cleaned_name(relative.rsplit("/", 1)[-1]) or is_temporary(relative):
+                continue
+            item = CleanedFile(path=self.local / relative, root=self.local)
+            earlier = found.setdefault(item.safe_name, item)
+            if earlier is not item:
+                raise LayoutError(
+                    f"{self.root.join(earlier.relative)} and {self.root.join(relative)} both "
+                    f"map to the tokenized folder {item.safe_name!r}; rename one of them"
+                )
+        return [found[name] for name in sorted(found)]
+
+    def partition_file(self, spec: SourceSpec, name: str) -> CleanedFile | None:
+        """The remote counterpart of ``partitioning.partition_file``."""
+        present = [
+            relative
+            for relative in relative_paths_for(name)
+            if not is_temporary(relative) and relative in self.listing
+        ]
+        if len(present) > 1:
+            raise LayoutError(
+                f"{self.root.join(present[0])} and {self.root.join(present[1])} both map to "
+                f"the tokenized folder {name!r}; rename one of them"
+            )
+        if not present or not spec.writes(present[0]):
+            return None
+        return CleanedFile(path=self.local / present[0], root=self.local)
+
+    def heads(self, files: Sequence[CleanedFile]) -> dict[str, ObjectInfo]:
+        """Each file's object with its stored SHA-256 (one HEAD each, several at once)."""
+        found = self.store.head_many(item.relative for item in files)
+        missing = [relative for relative, info in found.items() if info is None]
+        if missing:
+            raise FileNotFoundError(f"{self.root.join(missing[0])}: gone since it was listed")
+        return found  # type: ignore[return-value]
+
+    def content_version(self, files: Sequence[CleanedFile]) -> str:
+        """``tree_sha256`` of these files, from their stored hashes (no data read)."""
+        return remote_tree_sha256(self.heads(files).values())
+
+    def fetch(self, files: Sequence[CleanedFile]) -> None:
+        """Download these files into the working copy, unless the copy is already of the
+        object's ETag; each gets the object's time as its mtime (``source_mtime``)."""
+        wanted = {item.relative: self.listing[item.relative] for item in files}
+        self.local.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(lock_path_for(self.local)):
+            refresh_files(self.store, self.local, wanted, keep=lambda relative: False)
+
+
+def complete_manifest(folder: dict[str, ObjectInfo], manifest: bytes | None) -> dict | None:
+    """The folder's manifest if the folder is complete: the marker is there, and the manifest
+    lists exactly the arrays, each listed with the manifest's size. ``folder`` maps the names
+    inside the folder to their objects."""
+    if manifest is None or OWNER_MARKER not in folder:
+        return None
+    try:
+        value = json.loads(manifest)
+        files = value["files"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(files, dict) or sorted(files) != sorted(ARRAY_FILES):
+        return None
+    for name, entry in files.items():
+        if name not in folder or not isinstance(entry, dict):
+            return None
+        if folder[name].size != entry.get("size"):
+            return None
+    return value
+
+
+def folders_of(listing: dict[str, ObjectInfo]) -> dict[str, dict[str, ObjectInfo]]:
+    """A tokenized root's listing grouped by task folder: ``{safe name: {file name: info}}``."""
+    folders: dict[str, dict[str, ObjectInfo]] = {}
+    for relative, info in listing.items():
+        folder, _, name = relative.partition("/")
+        if name:
+            folders.setdefault(folder, {})[name] = info
+    return folders
+
+
+class RemoteTokenized:
+    """A tokenized root in object storage."""
+
+    def __init__(self, root: ObjectRoot):
+        self.root = root
+        self.store = ObjectStore(root)
+
+    def folders(self) -> dict[str, dict[str, ObjectInfo]]:
+        return folders_of(self.store.list())
+
+    def write_tokenizer_info(self, setup: TokenizerSetup) -> int:
+        """PUT ``tokenizer_info.json`` with data_io's bytes if they changed; its vocab size."""
+        info = setup.framing.tokenizer_info(setup.given_path, setup.encoder().vocab_size)
+        text = tokenizer_info_json(info)
+        if self.store.get_bytes(TOKENIZER_INFO_FILE) != text.encode("utf-8"):
+            self.store.put_bytes(TOKENIZER_INFO_FILE, text.encode("utf-8"))
+        return info["vocab_size"]
+
+    def remove_owned(self, safe_name: str, folder: dict[str, ObjectInfo] | None = None) -> bool:
+        """Delete the folder if it carries the marker (manifest first, so it is absent at
+        once; the marker last, so a killed delete is finished by the next one)."""
+        if folder is None:
+            folder = folders_of(self.store.list(safe_name)).get(safe_name, {})
+        if OWNER_MARKER not in folder:
+            return False
+        names = sorted(folder, key=lambda name: (name != MANIFEST_FILE, name == OWNER_MARKER))
+        for name in names:
+            self.store.delete([f"{safe_name}/{name}"])
+        return True
+
+    def publish(self, safe_name: str, staged: Path, existing: dict[str, ObjectInfo]) -> None:
+        """Upload a folder written locally by the Rust writer, by the commit protocol."""
+        refuse_foreign_remote(self.root, safe_name, existing)
+        if MANIFEST_FILE in existing:
+            self.store.delete([f"{safe_name}/{MANIFEST_FILE}"])
+        for path in sorted(staged.iterdir()):
+            if path.name != MANIFEST_FILE:
+                self.store.put_file(f"{safe_name}/{path.name}", path)
+        stale = set(existing) - {path.name for path in staged.iterdir()}
+        self.store.delete(f"{safe_name}/{name}" for name in sorted(stale))
+        self.store.put_file(f"{safe_name}/{MANIFEST_FILE}", staged / MANIFEST_FILE)
+
+
+def refuse_foreign_remote(root: ObjectRoot, safe_name: str, folder: dict[str, ObjectInfo]) -> None:
+    """:class:`ForeignOutputError` if objects this project did not write are in the way."""
+    if folder and OWNER_MARKER not in folder:
+        raise ForeignOutputError(
+            f"{root.join(safe_name)}/: objects that hrm-tokenize did not write (no "
+            f"{OWNER_MARKER} marker) are in the way of this output; they are left as they are"
+        )
+
+
+def _expected_metadata(cleaned: CleanedFile, info: ObjectInfo, setup: TokenizerSetup) -> dict:
+    if info.sha256 is None:
+        raise ValueError(
+            f"{cleaned.relative}: the cleaned object has no stored SHA-256 (x-amz-meta-sha256); "
+            "rematerialize its cleaned asset"
+        )
+    return {
+        "source_mtime": int(info.last_modified),
+        "source_size": info.size,
+        "source_sha256": info.sha256,
+        "source_path": cleaned.relative,
+        "tokenizer_sha256": setup.tokenizer_sha256,
+        "framing": setup.framing_sha256,
+        "code_version": CODE_VERSION,
+        "data_version": data_version(info.sha256, setup),
+    }
+
+
+def _reusable(metadata: dict | None, expected: dict) -> bool:
+    return (
+        metadata is not None
+        and all(metadata.get(key) == expected[key] for key in _VERSION_FIELDS)
+        and all(isinstance(metadata.get(key), int) for key in ("rows", "tokens"))
+    )
+
+
+def _load_json(data: bytes | None) -> dict | None:
+    try:
+        value = json.loads(data) if data is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def tokenize_remote(
+    files: Sequence[CleanedFile],
+    cleaned: RemoteCleaned,
+    out: RemoteTokenized,
+    setup: TokenizerSetup,
+    threads: int | None = None,
+) -> Iterator[TokenizeOutcome | TokenizeFailure]:
+    """Tokenize remote cleaned files into remote folders, skipping current ones, as
+    ``tokenize_files`` does on disk. A written folder's outcome names its staged local copy
+    (``output_dir``, for the checks); a reused one's names no local folder (``None``)."""
+    setup.encoder()
+    heads = cleaned.heads(files)
+    folders = out.folders()
+    planned: list[tuple[CleanedFile, dict]] = []
+    for item in sorted(files, key=lambda item: item.safe_name):
+        try:
+            folder = folders.get(item.safe_name, {})
+            refuse_foreign_remote(out.root, item.safe_name, folder)
+            expected = _expected_metadata(item, heads[item.relative], setup)
+            current = None
+            if complete_manifest(folder, out.store.get_bytes(f"{item.safe_name}/{MANIFEST_FILE}")):
+                current = _load_json(out.store.get_bytes(f"{item.safe_name}/{METADATA_FILE}"))
+        except (ValueError, OSError) as error:
+            yield TokenizeFailure(item.safe_name, error)
+            continue
+        if not _reusable(current, expected):
+            planned.append((item, expected))
+            continue
+        stale = {key: value for key, value in expected.items() if current.get(key) != value}
+        if stale:
+            # Same content, new time or path: keep data_io's fields truthful (one PUT).
+            text = json.dumps(
+                {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            )
+            out.store.put_bytes(f"{item.safe_name}/{METADATA_FILE}", text.encode("utf-8"))
+        yield TokenizeOutcome(
+            safe_name=item.safe_name,
+            skipped=True,
+            rows=current["rows"],
+            tokens=current["tokens"],
+            bytes=heads[item.relative].size,
+            data_version=expected["data_version"],
+            output_dir=None,  # type: ignore[arg-type]
+            text_bytes=current.get("text_bytes", 0),
+            nulls=current.get("nulls", 0),
+        )
+    if planned:
+        yield from _write_planned(planned, cleaned, out, setup, folders, threads)
+
+
+def _write_planned(
+    planned: list[tuple[CleanedFile, dict]],
+    cleaned: RemoteCleaned,
+    out: RemoteTokenized,
+    setup: TokenizerSetup,
+    folders: dict[str, dict[str, ObjectInfo]],
+    threads: int | None,
+) -> Iterator[TokenizeOutcome | TokenizeFailure]:
+    """Encode the planned files into a local staging root, then publish each folder."""
+    items = [item for item, _ in planned]
+    cleaned.fetch(items)
+    cache_root().mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tmp-tokenized-", dir=cache_root()))
+    try:
+        for result in tokenize_files(items, staging, setup, threads=threads):
+            if isinstance(result, TokenizeFailure):
+                yield result
+                continue
+            try:
+                out.publish(result.safe_name, result.output_dir, folders.get(result.safe_name, {}))
+            except (ValueError, OSError) as error:
+                yield TokenizeFailure(result.safe_name, error)
+                continue
+            yield result
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(staging)
+
+
+def mirror_tokenized(root: ObjectRoot, local: Path | None = None) -> Path:
+    """Refresh the local working copy of a remote tokenized root for the sampler and return
+    it: ``tokenizer_info.json`` and every complete folder (by the rules above; incomplete ones
+    are absent here too). Files are fetched only when their ETag changed; folders no longer
+    complete remotely are removed from the copy. Call it, and read the copy, with
+    :func:`mirror_lock` held."""
+    out = RemoteTokenized(root)
+    listing = out.store.list()
+    folders = folders_of(listing)
+    manifests = dict(
+        zip(
+            folders,
+            _map(lambda name: out.store.get_bytes(f"{name}/{MANIFEST_FILE}"), list(folders)),
+            strict=True,
+        )
+    )
+    complete = {
+        name for name, folder in folders.items() if complete_manifest(folder, manifests[name])
+    }
+    wanted = {
+        relative: info
+        for relative, info in listing.items()
+        if relative == TOKENIZER_INFO_FILE or relative.partition("/")[0] in complete
+    }
+    local = Path(local) if local is not None else mirror_path(root)
+    local.mkdir(parents=True, exist_ok=True)
+    refresh_files(out.store, local, wanted)
+    for entry in local.iterdir():
+        if entry.is_dir() and not entry.name.startswith(".") and entry.name not in complete:
+            shutil.rmtree(entry)
+    return local
+
+
+def mirror_lock(local: Path):
+    """The lock of a working copy: held while it is refreshed and read."""
+    return exclusive_lock(lock_path_for(Path(local)))
+
+
+def _map(function, items: list) -> list:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hrm_assets.common.storage import IO_THREADS
+
+    if not items:
+        return []
+    with ThreadPoolExecutor(min(IO_THREADS, len(items))) as pool:
+        return list(pool.map(function, items))
