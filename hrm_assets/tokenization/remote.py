@@ -21,10 +21,8 @@ beside, another), and by ``hrm-tokenize``'s users not pointing two commands at o
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,15 +42,16 @@ from hrm_assets.common.storage import (
     ObjectInfo,
     ObjectRoot,
     ObjectStore,
-    cache_root,
     mirror_path,
     remote_tree_sha256,
+    storage_options,
 )
 from hrm_assets.tokenization.framing import tokenizer_info_json
 from hrm_assets.tokenization.partitioning import relative_paths_for
 from hrm_assets.tokenization.tokenize import (
     _VERSION_FIELDS,
     ARRAY_FILES,
+    CHUNK_FILES,
     CODE_VERSION,
     METADATA_FILE,
     OWNER_MARKER,
@@ -61,7 +60,6 @@ from hrm_assets.tokenization.tokenize import (
     TokenizeOutcome,
     TokenizerSetup,
     data_version,
-    tokenize_files,
 )
 
 
@@ -125,14 +123,6 @@ class RemoteCleaned:
         """``tree_sha256`` of these files, from their stored hashes (no data read)."""
         return remote_tree_sha256(self.heads(files).values())
 
-    def fetch(self, files: Sequence[CleanedFile]) -> None:
-        """Download these files into the working copy, unless the copy is already of the
-        object's ETag; each gets the object's time as its mtime (``source_mtime``)."""
-        wanted = {item.relative: self.listing[item.relative] for item in files}
-        self.local.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(lock_path_for(self.local)):
-            refresh_files(self.store, self.local, wanted, keep=lambda relative: False)
-
 
 def complete_manifest(folder: dict[str, ObjectInfo], manifest: bytes | None) -> dict | None:
     """The folder's manifest if the folder is complete: the marker is there, and the manifest
@@ -195,17 +185,17 @@ class RemoteTokenized:
             self.store.delete([f"{safe_name}/{name}"])
         return True
 
-    def publish(self, safe_name: str, staged: Path, existing: dict[str, ObjectInfo]) -> None:
-        """Upload a folder written locally by the Rust writer, by the commit protocol."""
-        refuse_foreign_remote(self.root, safe_name, existing)
-        if MANIFEST_FILE in existing:
-            self.store.delete([f"{safe_name}/{MANIFEST_FILE}"])
-        for path in sorted(staged.iterdir()):
-            if path.name != MANIFEST_FILE:
-                self.store.put_file(f"{safe_name}/{path.name}", path)
-        stale = set(existing) - {path.name for path in staged.iterdir()}
-        self.store.delete(f"{safe_name}/{name}" for name in sorted(stale))
-        self.store.put_file(f"{safe_name}/{MANIFEST_FILE}", staged / MANIFEST_FILE)
+    def read_back(self, safe_names: Sequence[str]) -> Path:
+        """Download these folders (as they are now in the bucket) into the working copy of the
+        root, under its lock; returns the copy's path."""
+        local = mirror_path(self.root)
+        wanted = {}
+        for name in safe_names:
+            wanted.update(self.store.list(name))
+        local.mkdir(parents=True, exist_ok=True)
+        with mirror_lock(local):
+            refresh_files(self.store, local, wanted, keep=lambda relative: False)
+        return local
 
 
 def refuse_foreign_remote(root: ObjectRoot, safe_name: str, folder: dict[str, ObjectInfo]) -> None:
@@ -259,8 +249,8 @@ def tokenize_remote(
     threads: int | None = None,
 ) -> Iterator[TokenizeOutcome | TokenizeFailure]:
     """Tokenize remote cleaned files into remote folders, skipping current ones, as
-    ``tokenize_files`` does on disk. A written folder's outcome names its staged local copy
-    (``output_dir``, for the checks); a reused one's names no local folder (``None``)."""
+    ``tokenize_files`` does on disk. A written folder's outcome names its copy read back into
+    the working copy (``output_dir``, for the checks); a reused one's names none (``None``)."""
     setup.encoder()
     heads = cleaned.heads(files)
     folders = out.folders()
@@ -298,7 +288,7 @@ def tokenize_remote(
             nulls=current.get("nulls", 0),
         )
     if planned:
-        yield from _write_planned(planned, cleaned, out, setup, folders, threads)
+        yield from _write_planned(planned, cleaned, out, setup, threads)
 
 
 def _write_planned(
@@ -306,28 +296,45 @@ def _write_planned(
     cleaned: RemoteCleaned,
     out: RemoteTokenized,
     setup: TokenizerSetup,
-    folders: dict[str, dict[str, ObjectInfo]],
     threads: int | None,
 ) -> Iterator[TokenizeOutcome | TokenizeFailure]:
-    """Encode the planned files into a local staging root, then publish each folder."""
-    items = [item for item, _ in planned]
-    cleaned.fetch(items)
-    cache_root().mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".tmp-tokenized-", dir=cache_root()))
-    try:
-        for result in tokenize_files(items, staging, setup, threads=threads):
-            if isinstance(result, TokenizeFailure):
-                yield result
-                continue
-            try:
-                out.publish(result.safe_name, result.output_dir, folders.get(result.safe_name, {}))
-            except (ValueError, OSError) as error:
-                yield TokenizeFailure(result.safe_name, error)
-                continue
-            yield result
-    finally:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(staging)
+    """Hand the planned files to the Rust core as URL jobs, chunk by chunk: it reads each
+    cleaned object and publishes its folder by the commit protocol, with the local writer's
+    bytes. Each written folder is then read back into the working copy of the tokenized root
+    (the outcome's ``output_dir``), where the checks verify what the bucket now holds."""
+    options = storage_options(out.root)
+    for start in range(0, len(planned), CHUNK_FILES):
+        chunk = planned[start : start + CHUNK_FILES]
+        jobs = [
+            (
+                str(cleaned.root.join(item.relative)),
+                str(out.root.join(item.safe_name)),
+                json.dumps(metadata),
+            )
+            for item, metadata in chunk
+        ]
+        written = setup.encoder().tokenize_files(jobs, num_threads=threads, storage_options=options)
+        done = [
+            (item, metadata, result)
+            for (item, metadata), result in zip(chunk, written, strict=True)
+            if not isinstance(result, Exception)
+        ]
+        for (item, _), result in zip(chunk, written, strict=True):
+            if isinstance(result, Exception):
+                yield TokenizeFailure(item.safe_name, result)
+        local = out.read_back([item.safe_name for item, _, _ in done])
+        for item, metadata, result in done:
+            yield TokenizeOutcome(
+                safe_name=item.safe_name,
+                skipped=False,
+                rows=result["rows"],
+                tokens=result["tokens"],
+                bytes=metadata["source_size"],
+                data_version=metadata["data_version"],
+                output_dir=local / item.safe_name,
+                text_bytes=result["text_bytes"],
+                nulls=result["nulls"],
+            )
 
 
 def mirror_tokenized(root: ObjectRoot, local: Path | None = None) -> Path:
