@@ -113,17 +113,22 @@ impl ObjectUrl {
             }
             _ => RemoteKind::Other,
         };
+        // The server's own words when it sent an S3 error document, else the whole chain.
+        let answer = s3_answer(&text).unwrap_or(text);
         let message = match kind {
             RemoteKind::NotFound => format!(
                 "no such object (bucket '{}', key '{}')",
                 self.bucket, self.key
             ),
-            RemoteKind::NoSuchBucket => format!("no such bucket '{}': {text}", self.bucket),
-            RemoteKind::PermissionDenied => format!(
-                "access denied to bucket '{}', key '{}' (check the credentials): {text}",
+            RemoteKind::NoSuchBucket => format!(
+                "no such bucket '{}' (key '{}'): {answer}",
                 self.bucket, self.key
             ),
-            RemoteKind::Other => text,
+            RemoteKind::PermissionDenied => format!(
+                "access denied to bucket '{}', key '{}' (check the credentials): {answer}",
+                self.bucket, self.key
+            ),
+            RemoteKind::Other => answer,
         };
         Error::Remote {
             url: self.to_string(),
@@ -154,6 +159,21 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         source = inner.source();
     }
     text
+}
+
+/// `Code: Message` of the S3 error document inside `text`, if there is one.
+fn s3_answer(text: &str) -> Option<String> {
+    let element = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = start + text[start..].find(&format!("</{name}>"))?;
+        Some(&text[start..end])
+    };
+    let code = element("Code")?;
+    Some(match element("Message") {
+        Some(message) => format!("{code}: {message}"),
+        None => code.to_string(),
+    })
 }
 
 /// A cleaned file or a tokenized folder: on this machine or in a bucket.
@@ -365,6 +385,17 @@ mod tests {
         assert!(
             text.contains("'bkt'") && text.contains("'dir/x.jsonl'"),
             "{text}"
+        );
+        let forbidden = url.error(object_store::Error::PermissionDenied {
+            path: "dir/x.jsonl".into(),
+            source: "403 Forbidden: <Error><Code>SignatureDoesNotMatch</Code>\
+                     <Message>The signature differs.</Message></Error>"
+                .into(),
+        });
+        assert_eq!(
+            forbidden.to_string(),
+            "s3://bkt/dir/x.jsonl: access denied to bucket 'bkt', key 'dir/x.jsonl' (check the \
+             credentials): SignatureDoesNotMatch: The signature differs."
         );
     }
 }
