@@ -9,11 +9,22 @@ tokenizer in process, tokenizes every partition with the Celery executor, evalua
 sampled-epochs sensor and executes the runs it requests, then checks where every step ran and
 what it wrote. Workers and servers run in their own process groups and are stopped by the
 fixtures' teardown, also when a test or a fixture fails.
+
+Every test runs on two clusters (the ``cluster`` fixture's parameter):
+
+- ``local``: the data root and the raw root are one local folder every process reaches, as the
+  shared volume of ``docker/compose.yaml`` (NFS on a real cluster);
+- ``s3``: both roots are prefixes of a bucket on an S3-compatible server on loopback (moto,
+  ``tests/support/s3_server.py``), reached through the standard AWS variables only. No folder
+  is shared: every process (each worker, the process that runs the cleaning, this test) has
+  its own working directory and its own ``HRM_CACHE_DIR``, as separate machines would, and
+  the tests check that none of them wrote data anywhere else.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -30,8 +41,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from conftest import REPO_ROOT
+from support.s3_server import S3Server
 
 from hrm_assets.common import settings
+from hrm_assets.common.manifest import MANIFEST_FILE, verify_folder
 from hrm_assets.defs.common.executor import (
     BACKEND_ENV,
     BROKER_ENV,
@@ -47,6 +60,7 @@ from hrm_assets.defs.sampled.sensors import SENSOR_NAME, build_sampled_epochs_se
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.demo import write_demo_corpus
 from hrm_assets.sampling.training_nodes import TRAINING_NODES_ENV, load_training_nodes
+from hrm_assets.tokenization.tokenize import ARRAY_FILES
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +70,12 @@ NODES = ("node-a", "node-b")
 SOURCES = ("gsm8k_train", "math_train", "ampsmathematica", "numinamath")
 VOCAB = 1024
 PG_USER, PG_PASSWORD, PG_DB = "hrm", "hrm-test", "dagster"
+# Where the data lives: one shared local folder, or a bucket and no shared folder at all.
+VARIANTS = ("local", "s3")
+# With object storage each process is a machine of its own: a folder with its working
+# directory and its cache. The driver runs the cleaning and orchestrates runs (the code server's
+# part); "test" is this process, which evaluates the sensor.
+DRIVER_MACHINE, TEST_MACHINE = "driver", "test"
 STARTUP_TIMEOUT = 60.0
 RUN_TIMEOUT = 240.0
 
@@ -315,25 +335,129 @@ def postgres() -> Iterator[dict[str, str]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _database(postgres: dict[str, str], name: str) -> dict[str, str]:
+    """A new, empty database on the module's server: the DAGSTER_PG_* variables naming it."""
+    import psycopg2
+
+    admin = psycopg2.connect(
+        host=postgres["DAGSTER_PG_HOST"],
+        port=postgres["DAGSTER_PG_PORT"],
+        user=postgres["DAGSTER_PG_USER"],
+        password=postgres["DAGSTER_PG_PASSWORD"],
+        dbname=postgres["DAGSTER_PG_DB"],
+    )
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {name}")
+    admin.close()
+    return {**postgres, "DAGSTER_PG_DB": name}
+
+
+# --------------------------------------------------------------------------- where data lives
+
+
+@dataclass(frozen=True)
+class FolderRoot:
+    """A root that is a local folder (shared by every process of the cluster)."""
+
+    path: Path
+
+    @property
+    def url(self) -> str:
+        return str(self.path)
+
+    def files(self) -> list[str]:
+        """Every file under the root, as sorted relative POSIX paths."""
+        if not self.path.is_dir():
+            return []
+        found = (path for path in self.path.rglob("*") if path.is_file())
+        return sorted(path.relative_to(self.path).as_posix() for path in found)
+
+    def read(self, relative: str) -> bytes:
+        return (self.path / relative).read_bytes()
+
+    def put_folder(self, folder: Path) -> None:
+        shutil.copytree(folder, self.path, dirs_exist_ok=True)
+
+
+@dataclass(frozen=True)
+class BucketRoot:
+    """A root that is a prefix of a bucket, inspected with the test's own client (boto3), not
+    with the code under test."""
+
+    server: S3Server
+    bucket: str
+    prefix: str
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def files(self) -> list[str]:
+        start = len(self.prefix) + 1
+        return [key[start:] for key in self.server.keys(self.bucket, f"{self.prefix}/")]
+
+    def read(self, relative: str) -> bytes:
+        response = self.server.client().get_object(
+            Bucket=self.bucket, Key=f"{self.prefix}/{relative}"
+        )
+        return response["Body"].read()
+
+    def put_folder(self, folder: Path) -> None:
+        client = self.server.client()
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                key = f"{self.prefix}/{path.relative_to(folder).as_posix()}"
+                client.upload_file(str(path), self.bucket, key)
+
+
+Root = FolderRoot | BucketRoot
+
+
 # --------------------------------------------------------------------------- the cluster
+
+
+def _machine_cache(root: Path, machine: str) -> Path:
+    """``HRM_CACHE_DIR`` of a machine of the object-storage cluster: in the folder it owns."""
+    return root / machine / "cache"
 
 
 @dataclass
 class Cluster:
+    variant: str  # one of VARIANTS
     root: Path
     env: dict[str, str]
     instance: dg.DagsterInstance
     nodes_file: Path
     data_paths: DataPaths
+    data: Root
+    raw: Root
     workers: dict[str, str] = field(default_factory=dict)  # node -> Celery worker name
     processes: list[Process] = field(default_factory=list)
 
-    @property
-    def data(self) -> Path:
-        return Path(self.data_paths.data_root)
-
     def node_output(self, node: str) -> Path:
         return self.root / node / "shm" / "sampled"
+
+    def machine_env(self, machine: str) -> dict[str, str]:
+        """The environment of a process on ``machine``: with object storage, its own cache."""
+        if self.variant == "local":
+            return dict(self.env)
+        return {**self.env, settings.CACHE_DIR_ENV: str(_machine_cache(self.root, machine))}
+
+    def machine_cwd(self, machine: str) -> Path:
+        """Where a process on ``machine`` runs: the checkout when the data folder is shared,
+        else the machine's own folder (so that a relative ``./data`` would land there)."""
+        if self.variant == "local":
+            return REPO_ROOT
+        folder = self.root / machine
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def write_raw(self, staging: Path) -> None:
+        """The demo corpus of the module's sources, written under ``staging`` and put into the
+        raw root."""
+        write_demo_corpus(staging, SOURCES)
+        self.raw.put_folder(staging)
 
     def drive(self, specs: list[dict], label: str) -> subprocess.Popen:
         log = open(self.root / f"driver-{label}.log", "wb")  # noqa: SIM115
@@ -341,8 +465,8 @@ class Cluster:
             [sys.executable, "-c", DRIVER, json.dumps(specs)],
             stdout=subprocess.PIPE,
             stderr=log,
-            env=self.env,
-            cwd=REPO_ROOT,
+            env=self.machine_env(DRIVER_MACHINE),
+            cwd=self.machine_cwd(DRIVER_MACHINE),
             start_new_session=True,
         )
         log.close()
@@ -397,7 +521,7 @@ def _write_nodes_file(root: Path) -> Path:
 
 def _start_worker(cluster: Cluster, node: str) -> Process:
     """``dagster-celery worker start`` as docker/compose.yaml runs it, one pool process."""
-    env = {**cluster.env, WORKER_NODE_ENV: node}
+    env = {**cluster.machine_env(node), WORKER_NODE_ENV: node}
     process = Process(
         node,
         [
@@ -421,39 +545,63 @@ def _start_worker(cluster: Cluster, node: str) -> Process:
         ],
         cluster.root / f"worker-{node}.log",
         env=env,
-        cwd=REPO_ROOT,
+        cwd=cluster.machine_cwd(node),
     )
     return process.start()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory, redis_url, postgres) -> Iterator[Cluster]:
-    root = tmp_path_factory.mktemp("cluster")
+@pytest.fixture(scope="module", params=VARIANTS)
+def cluster(request, tmp_path_factory, redis_url, postgres) -> Iterator[Cluster]:
+    variant = request.param
+    root = tmp_path_factory.mktemp(f"cluster-{variant}")
     home = root / "home"
     home.mkdir()
     shutil.copy(REPO_ROOT / "docker" / "dagster.yaml", home / "dagster.yaml")
+    if variant == "local":
+        data, raw = FolderRoot(root / "data"), FolderRoot(root / "raw")
+        storage_env: dict[str, str] = {}
+    else:
+        server = request.getfixturevalue("s3_server")
+        bucket = server.create_bucket("hrm-cluster")
+        data, raw = BucketRoot(server, bucket, "data"), BucketRoot(server, bucket, "raw")
+        storage_env = server.environment()
     data_paths = DataPaths(
-        data_root=str(root / "data"),
-        raw_root=str(root / "raw"),
+        data_root=data.url,
+        raw_root=raw.url,
         prefix_config_path=str(settings.default_prefix_config_path()),
     )
     nodes_file = _write_nodes_file(root)
+    # Each variant its own database and Redis databases: the instance starts empty.
+    database = _database(postgres, f"{PG_DB}_{variant}")
+    first_redis_db = 2 * VARIANTS.index(variant)
     env = {
-        **{k: v for k, v in os.environ.items() if k != WORKER_NODE_ENV},
-        **postgres,
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in (WORKER_NODE_ENV, settings.CACHE_DIR_ENV)
+        },
+        **database,
+        **storage_env,
         "DAGSTER_HOME": str(home),
         EXECUTOR_ENV: "celery",
-        BROKER_ENV: f"{redis_url}/0",
-        BACKEND_ENV: f"{redis_url}/1",
-        settings.DATA_ROOT_ENV: data_paths.data_root,
-        settings.RAW_ROOT_ENV: str(data_paths.raw_root),
+        BROKER_ENV: f"{redis_url}/{first_redis_db}",
+        BACKEND_ENV: f"{redis_url}/{first_redis_db + 1}",
+        settings.DATA_ROOT_ENV: data.url,
+        settings.RAW_ROOT_ENV: raw.url,
         TRAINING_NODES_ENV: str(nodes_file),
+        # No declared sources, whatever the working directory holds: every process loads the
+        # same definitions.
+        settings.SOURCES_YAML_ENV: "",
     }
+    # This process reads the instance and evaluates the sensor: a machine of the cluster too.
+    own_env = {**database, **storage_env}
+    if variant == "s3":
+        own_env[settings.CACHE_DIR_ENV] = str(_machine_cache(root, TEST_MACHINE))
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in postgres.items():
+        for name, value in own_env.items():
             patch.setenv(name, value)
         instance = dg.DagsterInstance.from_config(str(home))
-        made = Cluster(root, env, instance, nodes_file, data_paths)
+        made = Cluster(variant, root, env, instance, nodes_file, data_paths, data, raw)
         try:
             made.processes = [_start_worker(made, node) for node in NODES]
             yield made
@@ -492,7 +640,8 @@ class Outcome:
 def _run_pipeline(cluster: Cluster) -> Outcome:
     seconds = {}
     started = time.monotonic()
-    write_demo_corpus(Path(cluster.data_paths.raw_root))
+    with tempfile.TemporaryDirectory(prefix="hrm-demo-raw-") as staging:
+        cluster.write_raw(Path(staging))
     prepare = cluster.drive(
         [
             {
@@ -623,7 +772,8 @@ def test_each_nodes_epochs_written_by_that_nodes_worker(cluster, outcome):
         # dagster-celery's own record of where the step ran agrees with the metadata.
         step = sampled_key(node).to_python_identifier()
         assert _celery_workers_by_step(cluster.instance, event.run_id)[step] == worker
-    assert not (cluster.data / "sampled").exists()  # nothing fell back to the data root
+    # Nothing fell back to the data root.
+    assert not [name for name in cluster.data.files() if name.startswith("sampled/")]
 
 
 def test_both_nodes_hold_byte_identical_epochs(cluster, outcome):
@@ -640,3 +790,69 @@ def test_both_nodes_hold_byte_identical_epochs(cluster, outcome):
 def test_sensor_requests_nothing_once_nodes_are_current(outcome):
     assert not outcome.sensor_after.run_requests
     assert "node(s) hold epochs of the current" in outcome.sensor_after.skip_message
+
+
+def test_data_root_holds_what_every_stage_wrote(cluster, outcome):
+    """The cleaned files, the tokenizer and every partition's tokenized folder, read back from
+    the data root itself (the bucket, for object storage): each folder's manifest lists the
+    five arrays with the sizes and SHA-256 of the bytes stored."""
+    files = cluster.data.files()
+    assert "tokenizer/tokenizer.json" in files, files
+    cleaned = [name for name in files if name.startswith("cleaned/")]
+    for name in SOURCES:
+        keys = cluster.instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name)
+        assert keys and any(name in path for path in cleaned), (name, cleaned)
+        for key in keys:
+            manifest = json.loads(cluster.data.read(f"tokenized/{key}/{MANIFEST_FILE}"))
+            assert sorted(manifest["files"]) == sorted(ARRAY_FILES), key
+            for array, entry in manifest["files"].items():
+                stored = cluster.data.read(f"tokenized/{key}/{array}")
+                assert len(stored) == entry["size"], (key, array)
+                assert hashlib.sha256(stored).hexdigest() == entry["sha256"], (key, array)
+    # Each node's epochs pass hrm-verify where the node keeps them.
+    for node in NODES:
+        report = verify_folder(cluster.node_output(node))
+        assert report.ok, report.problems
+
+
+def test_every_machine_writes_data_only_where_the_deployment_puts_it(cluster, outcome):
+    """Local: the shared data and raw folders. Object storage: the bucket, and on each machine
+    only its own cache and (on a training node) its epochs; no common local data path."""
+    shared = {"home"}  # the instance's DAGSTER_HOME (Dagster's logs), not data
+    if cluster.variant == "local":
+        shared |= {"data", "raw"}
+    machines = {*NODES, DRIVER_MACHINE, TEST_MACHINE}
+    written = [path.relative_to(cluster.root) for path in cluster.root.rglob("*") if path.is_file()]
+    stray = [
+        path for path in written if len(path.parts) > 1 and path.parts[0] not in shared | machines
+    ]
+    assert not stray, stray
+    for node in NODES:  # a node: its epochs, and with object storage its cache
+        elsewhere = [
+            path
+            for path in written
+            if path.parts[0] == node and path.parts[1] not in ("shm", "cache")
+        ]
+        assert not elsewhere, elsewhere
+    if cluster.variant == "local":
+        return
+    assert not (cluster.root / "data").exists() and not (cluster.root / "raw").exists()
+    caches = [process.env[settings.CACHE_DIR_ENV] for process in cluster.processes]
+    assert sorted(caches) == sorted(str(_machine_cache(cluster.root, node)) for node in NODES)
+    for process in cluster.processes:
+        assert process.env[settings.DATA_ROOT_ENV] == cluster.data.url
+        assert process.env[settings.RAW_ROOT_ENV] == cluster.raw.url
+        assert process.cwd == cluster.root / process.name
+    # Each node sampled from a copy of the bucket's tokenized folders in its own cache.
+    keys = [
+        key
+        for name in SOURCES
+        for key in cluster.instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name)
+    ]
+    for node in NODES:
+        cache = _machine_cache(cluster.root, node)
+        for key in keys:
+            copies = list(cache.rglob(f"tokenized/{key}/{MANIFEST_FILE}"))
+            assert len(copies) == 1, (node, key, copies)
+            stored = cluster.data.read(f"tokenized/{key}/{MANIFEST_FILE}")
+            assert copies[0].read_bytes() == stored, (node, key)
