@@ -17,7 +17,11 @@ Stages, each on generated data, each at three sizes (its scale curve):
   the CLI and ``dagster asset materialize`` against the tokenizers package, the bare CLI and
   the skip checks; no-op ``cleaned/*``; sensor ticks (``bench/corpus_shape.py``; one size);
 - ``export``: the Megatron and packed exports of a sampled epoch against copying the bytes
-  they write once, and their peak memory (``bench/export.py``; the sampling stage's sizes).
+  they write once, and their peak memory (``bench/export.py``; the sampling stage's sizes);
+- ``object_storage``: tokenization and sampling with every root in a bucket of an
+  S3-compatible server on loopback against the same on local disk, and the bytes on the wire;
+  one large file read by the Rust core's ``object_store`` against s3fs
+  (``bench/object_storage.py``; one size).
 
 ``--size`` scales the data: ``small`` (factor 1, the default: a few minutes on 2 cores),
 ``medium`` (4), ``large`` (10), ``tiny`` (0.01, a smoke run) or any positive factor;
@@ -55,7 +59,15 @@ from bench.report import (
 
 # "tiny" is a smoke run (tests/project/test_bench.py): every stage and figure, on toy data.
 SIZES = {"tiny": 0.01, "small": 1.0, "medium": 4.0, "large": 10.0}
-STAGE_NAMES = ("tokenization", "sampling", "cleaning", "dagster", "corpus_shape", "export")
+STAGE_NAMES = (
+    "tokenization",
+    "sampling",
+    "cleaning",
+    "dagster",
+    "corpus_shape",
+    "export",
+    "object_storage",
+)
 Log = Callable[[str], None]
 
 
@@ -76,6 +88,10 @@ class Plan:
     corpus_megabytes: float = 215.0  # corpus shape: text of the generated cleaned tree
     corpus_file_scale: float = 1.0  # its file count over data_io's (2,176 files at 1)
     corpus_cleaned_sources: tuple[str, ...] = ()  # the no-op cleaned run's; () is cleaned/*
+    object_storage_mb: float = 32.0  # text of the object-storage stage's cleaned root
+    object_storage_files: int = 16
+    object_storage_one_file_mb: float = 100.0  # the file of its library comparison
+    object_storage_repeats: int = 2
 
 
 def plan(factor: float) -> Plan:
@@ -107,6 +123,10 @@ def plan(factor: float) -> Plan:
         corpus_megabytes=round(215 * factor, 3),
         corpus_file_scale=shrink,
         corpus_cleaned_sources=() if factor >= 0.5 else ("gsm8k_train", "math_train"),
+        object_storage_mb=round(32 * factor, 3),
+        object_storage_files=16 if factor >= 0.5 else 4,
+        object_storage_one_file_mb=round(100 * factor, 3),
+        object_storage_repeats=2 if factor >= 0.5 else 1,
     )
 
 
@@ -655,6 +675,20 @@ def export_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     return StageReport("export", TITLES["export"], ratios, section, result.as_dict())
 
 
+def object_storage_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.object_storage import stage_report
+
+    return stage_report(
+        TITLES["object_storage"],
+        p.object_storage_mb,
+        p.object_storage_files,
+        p.object_storage_repeats,
+        p.object_storage_one_file_mb,
+        work_dir,
+        log,
+    )
+
+
 STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
     "tokenization": tokenization_stage,
     "sampling": sampling_stage,
@@ -662,6 +696,7 @@ STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
     "dagster": dagster_stage,
     "corpus_shape": corpus_shape_stage,
     "export": export_stage,
+    "object_storage": object_storage_stage,
 }
 TITLES = {
     "tokenization": "Tokenization",
@@ -670,6 +705,7 @@ TITLES = {
     "dagster": "Dagster overhead",
     "corpus_shape": "Corpus shape",
     "export": "Export (Megatron, packed)",
+    "object_storage": "Object storage (S3 against local disk)",
 }
 
 

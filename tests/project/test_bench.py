@@ -371,3 +371,79 @@ def test_one_stage_run_replaces_its_section_and_rows_and_keeps_the_rest():
     rewritten = with_kept_sections(full, replaced, titles)
     assert rewritten.startswith(full.rstrip("\n"))
     assert rewritten.endswith("## Step start-up\n\nwritten by another tool\n")
+
+
+# -- object storage ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def object_storage_report(tmp_path_factory) -> StageReport:
+    return runner.run_stage("object_storage", TINY, tmp_path_factory.mktemp("bench"))
+
+
+def test_object_storage_plan_shrinks_below_small():
+    small = runner.plan(1)
+    assert (small.object_storage_mb, small.object_storage_files) == (32, 16)
+    assert small.object_storage_one_file_mb == 100 and small.object_storage_repeats == 2
+    assert TINY.object_storage_mb < 1 and TINY.object_storage_one_file_mb <= 1
+    assert TINY.object_storage_repeats == 1
+
+
+def test_object_storage_stage_measures_every_run_and_what_went_over_the_wire(
+    object_storage_report,
+):
+    assert object_storage_report.error is None, object_storage_report.error
+    figures = object_storage_report.figures
+    runs = figures["runs"]
+    assert set(runs) == {
+        "tokenize/local",
+        "tokenize/s3",
+        "sample/local",
+        "sample/s3-cold",
+        "sample/s3-warm",
+        "one_file/rust-local",
+        "one_file/object_store",
+        "one_file/s3fs",
+    }
+    for key, timed in runs.items():
+        assert len(timed["seconds"]) == TINY.object_storage_repeats, key
+        assert all(seconds > 0 for seconds in timed["seconds"]), key
+        if key.endswith("local"):  # local runs never reach the server
+            assert set(timed["sent"]) == set(timed["received"]) == {0}, key
+    # The S3 runs wrote and read the bytes they must have: every cleaned file read, every
+    # tokenized array written; the arrays downloaded by the node's first sampling run and not
+    # by its second; the large file read whole by both clients.
+    tokenize, cold, warm = runs["tokenize/s3"], runs["sample/s3-cold"], runs["sample/s3-warm"]
+    assert tokenize["received"][0] >= figures["cleaned_bytes"]
+    assert tokenize["sent"][0] >= 0.9 * figures["tokenized_bytes"]
+    assert cold["received"][0] >= 0.9 * figures["tokenized_bytes"]
+    assert warm["received"][0] < 0.1 * cold["received"][0]
+    for fetch in ("object_store", "s3fs"):
+        assert runs[f"one_file/{fetch}"]["received"][0] >= figures["one_file_bytes"]
+    assert figures["one_file_bytes"] >= TINY.object_storage_one_file_mb * 1e6
+    assert figures["tokens"] > 0 and figures["files"] == TINY.object_storage_files
+    assert figures["tokenized_identical"] is True
+    assert figures["sampled_identical"] is True
+    assert figures["one_file_identical"] is True
+
+
+def test_object_storage_ratios_follow_the_figures(object_storage_report):
+    runs = object_storage_report.figures["runs"]
+
+    def best(key: str) -> float:
+        return min(runs[key]["seconds"])
+
+    tokenize, cold, warm, store, s3fs, s3fs_over_store, identical = object_storage_report.ratios
+    assert tokenize.ratio == pytest.approx(best("tokenize/s3") / best("tokenize/local"))
+    assert cold.ratio == pytest.approx(best("sample/s3-cold") / best("sample/local"))
+    assert warm.ratio == pytest.approx(best("sample/s3-warm") / best("sample/local"))
+    local = best("one_file/rust-local")
+    assert store.ratio == pytest.approx(best("one_file/object_store") / local)
+    assert s3fs.ratio == pytest.approx(best("one_file/s3fs") / local)
+    assert s3fs_over_store.ratio == pytest.approx(s3fs.ratio / store.ratio)
+    for row in (tokenize, cold, warm, store, s3fs, s3fs_over_store):
+        assert row.target == "measured" and row.met is None and row.ratio > 0
+    assert "received" in tokenize.figure and "received" in cold.figure
+    assert identical.met is True and identical.target == "identical"
+    section = object_storage_report.section
+    assert "| operation | where |" in section and "| sample | s3-warm |" in section
