@@ -14,8 +14,12 @@ What is measured, each run a fresh process timing only its own work (``bench/mea
 
 - ``tokenize``: a cleaned root of real-like text split over JSONL and Parquet files, into a new
   tokenized root, the way the tokenized assets do it: local to local (``tokenize_files``),
-  against ``s3://`` to ``s3://`` with an empty ``HRM_CACHE_DIR`` (``tokenize_remote``: s3fs
-  GETs into the cache, the Rust encoder on local files, s3fs PUTs, manifests last);
+  against ``s3://`` to ``s3://`` with an empty ``HRM_CACHE_DIR`` (``tokenize_remote``: HEADs
+  and small GETs decide what changed, the Rust core reads each changed cleaned object and
+  publishes its folder through ``object_store``, manifest last, and the Python layer reads
+  the folder back into the cache's working copy for the checks);
+- ``tokenize_noop``: the same again with nothing changed (every folder current), each run with
+  an empty cache: what an unchanged rerun costs;
 - ``sample``: that tokenized root, 10 epochs into a local output folder (what a training node
   does into ``/dev/shm``), the way the sampled assets do it: from the local root, against from
   the bucket through the cache's working copy, empty (``s3-cold``: the node's first run) and
@@ -96,6 +100,18 @@ class CountingProxy:
             counts = (self.sent, self.received)
             self.sent = self.received = 0
         return counts
+
+    def settle(self, quiet: float = 0.3, timeout: float = 10.0) -> None:
+        """Wait until no byte has crossed for ``quiet`` seconds (the late bytes of a client
+        that has returned, such as this process's own uploads), at most ``timeout``."""
+        deadline, last = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            with self._lock:
+                now = (self.sent, self.received)
+            if now == last:
+                return
+            last = now
+            time.sleep(quiet)
 
     def _count(self, upward: bool, size: int) -> None:
         with self._lock:
@@ -194,8 +210,7 @@ def client_environment(server, proxy: CountingProxy, cache: Path | None) -> dict
 
 def _tokenize(cleaned: str, out: str, tokenizer: str) -> dict:
     """Every cleaned file of ``cleaned`` into ``out`` as the tokenized assets do it: local roots
-    through ``tokenize_files``, ``s3://`` roots through the Python layer's ``tokenize_remote``
-    (s3fs GETs into the cache, the Rust encoder on local files, s3fs PUTs)."""
+    through ``tokenize_files``, ``s3://`` roots through ``tokenize_remote``."""
     from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.common.storage import ObjectRoot, is_url
     from hrm_assets.tokenization.framing import Framing
@@ -300,7 +315,12 @@ def child_main(kind: str, args: Sequence[str]) -> dict:
 # -- the benchmark -------------------------------------------------------------------------------
 
 # Each operation's runs are compared with its baseline: the same work on local disk.
-BASELINES = {"tokenize": "local", "sample": "local", "one_file": "rust-local"}
+BASELINES = {
+    "tokenize": "local",
+    "tokenize_noop": "local",
+    "sample": "local",
+    "one_file": "rust-local",
+}
 
 
 @dataclass
@@ -437,6 +457,7 @@ class Bench:
         """One child run of ``kind``, recorded as ``key`` ("<operation>/<where>"). ``cache``:
         the run is a client of the server with this ``HRM_CACHE_DIR``; None: local only."""
         env = client_environment(self.server, self.proxy, cache) if cache else {}
+        self.proxy.settle()
         self.proxy.reset()
         figures = run_child("bench.object_storage", [kind, *map(str, args)], env)
         wire = self.proxy.reset()
@@ -473,6 +494,10 @@ def _tokenize_both(bench: Bench, data, cleaned: Path, tokenizer: Path) -> Path:
     )
     bench.result.tokenized_bytes = folder_bytes(tokenized)
     bench.result.tokens = tokens_of(tokenized)
+    for _ in range(bench.result.repeats):  # again, nothing changed: every folder is current
+        bench.measure("tokenize_noop/local", "tokenize", [cleaned, tokenized, tokenizer], None)
+        remote_args = [data.join("cleaned"), data.join("tokenized-0"), tokenizer]
+        bench.measure("tokenize_noop/s3", "tokenize", remote_args, bench.cache("noop"))
     return tokenized
 
 
@@ -611,6 +636,12 @@ def stage_report(
         over_local(
             f"tokenization, s3:// to s3:// over local disk ({shape}; {wire('tokenize', 's3')})",
             "tokenize",
+            "s3",
+        ),
+        over_local(
+            "no-op rerun of that tokenization (every folder current), s3:// over local disk "
+            f"({wire('tokenize_noop', 's3')})",
+            "tokenize_noop",
             "s3",
         ),
         over_local(

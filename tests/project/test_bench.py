@@ -398,6 +398,8 @@ def test_object_storage_stage_measures_every_run_and_what_went_over_the_wire(
     assert set(runs) == {
         "tokenize/local",
         "tokenize/s3",
+        "tokenize_noop/local",
+        "tokenize_noop/s3",
         "sample/local",
         "sample/s3-cold",
         "sample/s3-warm",
@@ -416,6 +418,9 @@ def test_object_storage_stage_measures_every_run_and_what_went_over_the_wire(
     tokenize, cold, warm = runs["tokenize/s3"], runs["sample/s3-cold"], runs["sample/s3-warm"]
     assert tokenize["received"][0] >= figures["cleaned_bytes"]
     assert tokenize["sent"][0] >= 0.9 * figures["tokenized_bytes"]
+    noop = runs["tokenize_noop/s3"]  # listings, HEADs and small GETs: no data either way
+    assert noop["received"][0] < 0.1 * figures["cleaned_bytes"]
+    assert noop["sent"][0] < 0.1 * figures["tokenized_bytes"]
     assert cold["received"][0] >= 0.9 * figures["tokenized_bytes"]
     assert warm["received"][0] < 0.1 * cold["received"][0]
     for fetch in ("object_store", "s3fs"):
@@ -433,15 +438,17 @@ def test_object_storage_ratios_follow_the_figures(object_storage_report):
     def best(key: str) -> float:
         return min(runs[key]["seconds"])
 
-    tokenize, cold, warm, store, s3fs, s3fs_over_store, identical = object_storage_report.ratios
+    ratios = object_storage_report.ratios
+    tokenize, noop, cold, warm, store, s3fs, s3fs_over_store, identical = ratios
     assert tokenize.ratio == pytest.approx(best("tokenize/s3") / best("tokenize/local"))
+    assert noop.ratio == pytest.approx(best("tokenize_noop/s3") / best("tokenize_noop/local"))
     assert cold.ratio == pytest.approx(best("sample/s3-cold") / best("sample/local"))
     assert warm.ratio == pytest.approx(best("sample/s3-warm") / best("sample/local"))
     local = best("one_file/rust-local")
     assert store.ratio == pytest.approx(best("one_file/object_store") / local)
     assert s3fs.ratio == pytest.approx(best("one_file/s3fs") / local)
     assert s3fs_over_store.ratio == pytest.approx(s3fs.ratio / store.ratio)
-    for row in (tokenize, cold, warm, store, s3fs, s3fs_over_store):
+    for row in (tokenize, noop, cold, warm, store, s3fs, s3fs_over_store):
         assert row.target == "measured" and row.met is None and row.ratio > 0
     assert "received" in tokenize.figure and "received" in cold.figure
     assert identical.met is True and identical.target == "identical"
