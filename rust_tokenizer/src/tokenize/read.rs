@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
@@ -59,20 +59,19 @@ impl RowReader {
         }
     }
 
-    /// Read a whole file already in memory (an object fetched from storage); `name` (its URL)
-    /// picks the format by extension, as `open` does, and names the file in errors.
-    pub fn from_bytes(name: &Path, bytes: Bytes, batch_rows: usize) -> Result<Self> {
-        let batch_rows = batch_rows.max(1);
-        match Format::of(name)? {
-            Format::Jsonl => Ok(RowReader::Jsonl(JsonlReader::new(
-                name,
-                Box::new(bytes.reader()),
-                batch_rows,
-            ))),
-            Format::Parquet => Ok(RowReader::Parquet(ParquetReader::new(
-                name, bytes, batch_rows,
-            )?)),
-        }
+    /// JSONL rows from `source` (an object as it downloads), named `name` (its URL) in errors.
+    pub fn jsonl_from(name: &Path, source: Box<dyn Read + Send>, batch_rows: usize) -> Self {
+        RowReader::Jsonl(JsonlReader::new(name, source, batch_rows.max(1)))
+    }
+
+    /// Parquet rows from a whole file in memory (an object fetched from storage), named
+    /// `name` (its URL) in errors.
+    pub fn parquet_from(name: &Path, bytes: Bytes, batch_rows: usize) -> Result<Self> {
+        Ok(RowReader::Parquet(ParquetReader::new(
+            name,
+            bytes,
+            batch_rows.max(1),
+        )?))
     }
 
     /// The next non-empty batch, or `None` at the end of the file.
@@ -93,13 +92,14 @@ impl RowReader {
 }
 
 /// The two formats of cleaned files, told apart by extension.
-enum Format {
+pub enum Format {
     Jsonl,
     Parquet,
 }
 
 impl Format {
-    fn of(path: &Path) -> Result<Self> {
+    /// The format of `path` by its extension (an error naming it for any other).
+    pub fn of(path: &Path) -> Result<Self> {
         match path.extension().and_then(|ext| ext.to_str()) {
             Some("jsonl") => Ok(Format::Jsonl),
             Some("parquet") => Ok(Format::Parquet),

@@ -1,11 +1,12 @@
 //! Cleaned files read from, and tokenized folders written to, S3-compatible object storage
 //! (`s3://bucket/key`, see [`crate::storage`]).
 //!
-//! **Input.** A cleaned object is fetched whole into memory with one GET and parsed by the same
-//! readers as a local file (format by the key's extension; errors name the URL, the row and the
-//! field). One GET streams at the link's full rate, where Parquet's ranged reads would cost a
-//! round trip per column chunk for a reader that reads every row of three columns anyway; the
-//! price is memory of one object's size per file being encoded.
+//! **Input.** A cleaned object is read with one GET and parsed by the same readers as a local
+//! file (format by the key's extension; errors name the URL, the row and the field). JSONL is
+//! parsed as it downloads (memory: a few network chunks and the reader's 1 MiB buffer), so the
+//! download overlaps encoding. Parquet is fetched whole into memory first: its footer comes
+//! last, and ranged reads would cost a round trip per column chunk for a reader that reads
+//! every row of three columns anyway; the price is memory of the (compressed) file's size.
 //!
 //! **Output.** A folder `s3://bucket/prefix/<name>` is first written to a local staging folder
 //! (`.tmp-<name>.*` in `std::env::temp_dir()`, i.e. `$TMPDIR`) by the local writer, so its bytes
@@ -27,18 +28,91 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
+use futures_util::stream::{BoxStream, StreamExt};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, IoContext, RemoteKind, Result};
 use crate::storage::{runtime, ObjectStores, ObjectUrl};
+use crate::tokenize::read::{Format, RowReader};
 use crate::tokenize::write::{ARRAY_FILES, MANIFEST_FILE, METADATA_FILE, OWNER_MARKER};
 
 /// Objects larger than this go up in parts of this size (S3 needs parts of at least 5 MiB).
 pub const PART_SIZE: usize = 16 << 20;
 /// Parts of one object uploaded at once: enough to fill a link, little memory (4 x 16 MiB).
 pub const PARTS_IN_FLIGHT: usize = 4;
+
+/// Rows of the cleaned object at `url` (format by the key's extension), batches of
+/// `batch_rows`.
+pub fn open_rows(stores: &ObjectStores, url: &ObjectUrl, batch_rows: usize) -> Result<RowReader> {
+    let name = url.as_path_buf();
+    match Format::of(&name)? {
+        Format::Jsonl => {
+            let object = ObjectReader::open(stores, url)?;
+            Ok(RowReader::jsonl_from(&name, Box::new(object), batch_rows))
+        }
+        Format::Parquet => RowReader::parquet_from(&name, fetch_object(stores, url)?, batch_rows),
+    }
+}
+
+/// An object's bytes as they arrive, as a blocking reader for the caller's (non-runtime)
+/// thread: each read waits on the runtime for the next chunk of the GET's body.
+pub struct ObjectReader {
+    chunks: BoxStream<'static, object_store::Result<Bytes>>,
+    current: Bytes,
+    url: ObjectUrl,
+}
+
+impl ObjectReader {
+    /// Send the GET and wait for its answer (so a missing object or a refusal is reported
+    /// here, as the remote error it is); the body follows as it is read.
+    pub fn open(stores: &ObjectStores, url: &ObjectUrl) -> Result<Self> {
+        let store = stores.store_for(url)?;
+        let object = runtime()?
+            .block_on(store.get(&url.path()))
+            .map_err(|err| url.error(err))?;
+        Ok(ObjectReader {
+            chunks: object.into_stream(),
+            current: Bytes::new(),
+            url: url.clone(),
+        })
+    }
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            let runtime = runtime().map_err(|err| std::io::Error::other(err.to_string()))?;
+            match runtime.block_on(self.chunks.next()) {
+                None => return Ok(0),
+                Some(Ok(chunk)) => self.current = chunk,
+                // The reader adds the URL; keep the kind, so Python's exception class follows.
+                Some(Err(err)) => {
+                    return Err(match self.url.error(err) {
+                        Error::Remote { kind, message, .. } => {
+                            let kind = match kind {
+                                RemoteKind::NotFound | RemoteKind::NoSuchBucket => {
+                                    std::io::ErrorKind::NotFound
+                                }
+                                RemoteKind::PermissionDenied => {
+                                    std::io::ErrorKind::PermissionDenied
+                                }
+                                RemoteKind::Other => std::io::ErrorKind::Other,
+                            };
+                            std::io::Error::new(kind, message)
+                        }
+                        other => std::io::Error::other(other.to_string()),
+                    })
+                }
+            }
+        }
+        let count = buf.len().min(self.current.len());
+        buf[..count].copy_from_slice(&self.current[..count]);
+        self.current.advance(count);
+        Ok(count)
+    }
+}
 
 /// The whole object at `url`.
 pub fn fetch_object(stores: &ObjectStores, url: &ObjectUrl) -> Result<Bytes> {
@@ -198,7 +272,6 @@ mod tests {
     use std::sync::Mutex;
 
     use async_trait::async_trait;
-    use futures_util::stream::{BoxStream, StreamExt};
     use object_store::memory::InMemory;
     use object_store::path::Path as ObjectPath;
     use object_store::{
@@ -491,6 +564,44 @@ mod tests {
         assert!(!log
             .iter()
             .any(|line| line.starts_with("put") && line.ends_with(MANIFEST_FILE)));
+    }
+
+    #[test]
+    fn a_streamed_object_reads_as_its_bytes_across_chunks() {
+        let text = b"{\"condition\": \"cot\", \"instruction\": \"two\", \"response\": \"five\"}\n\n{\"condition\": \"\", \"instruction\": \"three\", \"response\": \"\"}\n";
+        // Chunks of 1, 2, 3, ... bytes: every line break and UTF-8 byte at some boundary.
+        let mut chunks = Vec::new();
+        let (mut start, mut size) = (0, 1);
+        while start < text.len() {
+            let end = (start + size).min(text.len());
+            chunks.push(Ok(Bytes::copy_from_slice(&text[start..end])));
+            (start, size) = (end, size + 1);
+        }
+        chunks.push(Err(object_store::Error::Generic {
+            store: "test",
+            source: "connection reset".into(),
+        }));
+        let mut reader = ObjectReader {
+            chunks: futures_util::stream::iter(chunks).boxed(),
+            current: Bytes::new(),
+            url: url("s3://b/c/in.jsonl"),
+        };
+        let mut read = vec![0u8; text.len()];
+        reader.read_exact(&mut read).unwrap();
+        assert_eq!(read, text);
+        let err = reader.read(&mut [0u8; 4]).unwrap_err();
+        assert!(err.to_string().contains("connection reset"), "{err}");
+
+        let store = Arc::new(Recording::default());
+        put(&store, "c/in.jsonl", text);
+        let stores = ObjectStores::fixed(store);
+        let mut rows = open_rows(&stores, &url("s3://b/c/in.jsonl"), 1).unwrap();
+        let first = rows.next_batch().unwrap().unwrap();
+        let second = rows.next_batch().unwrap().unwrap();
+        assert_eq!((first[0].number, second[0].number), (1, 3));
+        assert_eq!(second[0].instruction, "three");
+        assert!(rows.next_batch().unwrap().is_none());
+        assert!(open_rows(&stores, &url("s3://b/c/in.csv"), 1).is_err());
     }
 
     #[test]

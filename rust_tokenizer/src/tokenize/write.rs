@@ -32,7 +32,6 @@ use crate::npy::{hex_digest, NpyWriter};
 use crate::storage::{Location, ObjectStores, ObjectUrl};
 use crate::tokenize::durable::{sync_dir, sync_folders};
 use crate::tokenize::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
-use crate::tokenize::read::RowReader;
 use crate::tokenize::remote;
 
 pub const TMP_PREFIX: &str = ".tmp-";
@@ -387,10 +386,8 @@ fn write_folder(
     let stats = match &job.input {
         Location::Local(path) => encoder.encode_file(path, &mut arrays, batch_rows)?,
         Location::Remote(url) => {
-            let bytes = remote::fetch_object(stores, url)?;
-            let name = url.as_path_buf();
-            let rows = RowReader::from_bytes(&name, bytes, batch_rows)?;
-            encoder.encode_rows(&name, rows, &mut arrays)?
+            let rows = remote::open_rows(stores, url, batch_rows)?;
+            encoder.encode_rows(&url.as_path_buf(), rows, &mut arrays)?
         }
     };
     arrays.finish()?;
