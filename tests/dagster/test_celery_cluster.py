@@ -16,9 +16,9 @@ Every test runs on two clusters (the ``cluster`` fixture's parameter):
   shared volume of ``docker/compose.yaml`` (NFS on a real cluster);
 - ``s3``: both roots are prefixes of a bucket on an S3-compatible server on loopback (moto,
   ``tests/support/s3_server.py``), reached through the standard AWS variables only. No folder
-  is shared: every process (each worker, the process that runs the cleaning, this test) has
-  its own working directory and its own ``HRM_CACHE_DIR``, as separate machines would, and
-  the tests check that none of them wrote data anywhere else.
+  is shared: every worker and the process that runs the cleaning has its own working
+  directory, ``HRM_CACHE_DIR`` and ``TMPDIR``, as separate machines would (this process its
+  own cache), and the tests check that none of them wrote data anywhere else.
 """
 
 from __future__ import annotations
@@ -422,6 +422,12 @@ def _machine_cache(root: Path, machine: str) -> Path:
     return root / machine / "cache"
 
 
+def _machine_scratch(root: Path, machine: str) -> Path:
+    """``TMPDIR`` of a machine of the object-storage cluster (where the Rust core stages a
+    tokenized folder before publishing it): in the folder it owns."""
+    return root / machine / "tmp"
+
+
 @dataclass
 class Cluster:
     variant: str  # one of VARIANTS
@@ -439,10 +445,17 @@ class Cluster:
         return self.root / node / "shm" / "sampled"
 
     def machine_env(self, machine: str) -> dict[str, str]:
-        """The environment of a process on ``machine``: with object storage, its own cache."""
+        """The environment of a process on ``machine``: with object storage, its own cache
+        and scratch folders."""
         if self.variant == "local":
             return dict(self.env)
-        return {**self.env, settings.CACHE_DIR_ENV: str(_machine_cache(self.root, machine))}
+        scratch = _machine_scratch(self.root, machine)
+        scratch.mkdir(parents=True, exist_ok=True)
+        return {
+            **self.env,
+            settings.CACHE_DIR_ENV: str(_machine_cache(self.root, machine)),
+            "TMPDIR": str(scratch),
+        }
 
     def machine_cwd(self, machine: str) -> Path:
         """Where a process on ``machine`` runs: the checkout when the data folder is shared,
@@ -837,8 +850,12 @@ def test_every_machine_writes_data_only_where_the_deployment_puts_it(cluster, ou
     if cluster.variant == "local":
         return
     assert not (cluster.root / "data").exists() and not (cluster.root / "raw").exists()
+    # Every staged folder was removed once published: scratch folders hold nothing.
+    assert not [path for path in written if len(path.parts) > 1 and path.parts[1] == "tmp"]
     caches = [process.env[settings.CACHE_DIR_ENV] for process in cluster.processes]
     assert sorted(caches) == sorted(str(_machine_cache(cluster.root, node)) for node in NODES)
+    scratch = [process.env["TMPDIR"] for process in cluster.processes]
+    assert sorted(scratch) == sorted(str(_machine_scratch(cluster.root, node)) for node in NODES)
     for process in cluster.processes:
         assert process.env[settings.DATA_ROOT_ENV] == cluster.data.url
         assert process.env[settings.RAW_ROOT_ENV] == cluster.raw.url
