@@ -180,3 +180,201 @@ def test_a_killed_group_loses_its_uncommitted_records_and_nothing_else(home):
     _report(reader, "killed", "after")
     assert _materialized(reader, "killed") == ["after", "before"]
     reader.dispose()
+
+
+BATCHED = dg.StaticPartitionsDefinition(["x", "y", "z"])
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("batched", partitions_def=BATCHED, skippable=True),
+        dg.AssetSpec("beside", partitions_def=BATCHED, skippable=True),
+    ],
+    check_specs=[dg.AssetCheckSpec("fine", asset="batched", partitions_def=BATCHED)],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    can_subset=True,
+)
+def batched(context: dg.AssetExecutionContext):
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    for attempt in (1, 2):  # each partition twice: its latest record is the second
+        for key in context.partition_keys:
+            version = f"{key}{attempt}"
+            for asset in ("batched", "beside"):
+                yield dg.AssetMaterialization(
+                    asset, partition=key, metadata={"n": attempt}, tags={DATA_VERSION_TAG: version}
+                )
+    for key in context.partition_keys:
+        yield dg.AssetCheckEvaluation(
+            asset_key=dg.AssetKey("batched"), check_name="fine", passed=key != "y", partition=key
+        )
+
+
+def _run_events(instance) -> list:
+    """The events of a run of ``batched`` over every partition, in the order stored; then its
+    evaluations again as another run's, which planned none."""
+    job = dg.Definitions(assets=[batched]).resolve_implicit_global_asset_job_def()
+    tags = {"dagster/asset_partition_range_start": "x", "dagster/asset_partition_range_end": "z"}
+    result = job.execute_in_process(instance=instance, tags=tags)
+    events = [r.event_log_entry for r in instance.get_records_for_run(result.run_id).records]
+    unplanned = [
+        event._replace(run_id="unplanned-run")
+        for event in events
+        if event.dagster_event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ]
+    return events + unplanned
+
+
+def _tables(storage, run_ids) -> dict[str, list[tuple]]:
+    """Every row of every table of the index and of each run's database, without the columns
+    the database stamps with its own clock."""
+    import sqlalchemy as sa
+
+    def rows(connection) -> dict[str, list[tuple]]:
+        found = {}
+        metadata = sa.MetaData()
+        metadata.reflect(bind=connection)
+        for name, table in sorted(metadata.tables.items()):
+            columns = [
+                c for c in table.c if c.name not in ("create_timestamp", "migration_completed")
+            ]
+            query = sa.select(*columns).order_by(*table.primary_key.columns)
+            found[name] = [tuple(row) for row in connection.execute(query)]
+        return found
+
+    with storage.index_connection() as connection:
+        tables = rows(connection)
+    for run_id in run_ids:
+        with storage.run_connection(run_id) as connection:
+            tables.update({f"{run_id} {name}": found for name, found in rows(connection).items()})
+    return tables
+
+
+def _fresh(tmp_path, name):
+    home = tmp_path / name
+    home.mkdir()
+    write_config(home, home)
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+
+
+def test_a_batch_writes_exactly_the_rows_storing_each_event_writes(home, tmp_path, monkeypatch):
+    source = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    events = _run_events(source)
+    run_ids = sorted({event.run_id for event in events})
+    one_by_one, in_batches = _fresh(tmp_path, "one_by_one"), _fresh(tmp_path, "in_batches")
+    for event in events:
+        one_by_one.event_log_storage.store_event(event)
+    sizes = []
+    write_batch = PooledSqliteEventLogStorage._write_batch
+
+    def counted(storage, run_id, batch):
+        sizes.append(len(batch))
+        write_batch(storage, run_id, batch)
+
+    monkeypatch.setattr(PooledSqliteEventLogStorage, "_write_batch", counted)
+    half = len(events) // 2  # the second batch updates rows the first one wrote
+    in_batches.event_log_storage.store_event_batch(events[:half])
+    in_batches.event_log_storage.store_event_batch(events[half:])
+    # The 12 materializations and 6 evaluations went in batches, not one by one.
+    assert max(sizes) > 1 and sum(sizes) == 18
+
+    expected = _tables(one_by_one.event_log_storage, run_ids)
+    assert _tables(in_batches.event_log_storage, run_ids) == expected
+    assert len(expected["asset_keys"]) == 2 and len(expected["asset_event_tags"]) == 12
+    statuses = sorted((row[4], row[3], row[5]) for row in expected["asset_check_executions"])
+    assert [status for *_, status in statuses] == ["SUCCEEDED", "FAILED", "SUCCEEDED"] * 2
+    # What Dagster's reads make of them: the latest record of each partition, the checks'.
+    latest = in_batches.event_log_storage.get_latest_storage_id_by_partition(
+        dg.AssetKey("batched"), dg.DagsterEventType.ASSET_MATERIALIZATION
+    )
+    assert latest == one_by_one.event_log_storage.get_latest_storage_id_by_partition(
+        dg.AssetKey("batched"), dg.DagsterEventType.ASSET_MATERIALIZATION
+    )
+    check = dg.AssetCheckKey(dg.AssetKey("batched"), "fine")
+    infos = [
+        sorted(instance.event_log_storage.get_asset_check_partition_info([check]), key=str)
+        for instance in (one_by_one, in_batches)
+    ]
+    assert infos[0] == infos[1]
+    assert [info.latest_execution_status.value for info in infos[1]] == [
+        "SUCCEEDED",
+        "FAILED",
+        "SUCCEEDED",
+    ]
+    for instance in (source, one_by_one, in_batches):
+        instance.dispose()
+
+
+def test_a_failing_batch_is_written_event_by_event(home, tmp_path, monkeypatch):
+    source = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    events = _run_events(source)
+    run_ids = sorted({event.run_id for event in events})
+    one_by_one, in_batches = _fresh(tmp_path, "one_by_one"), _fresh(tmp_path, "in_batches")
+    for event in events:
+        one_by_one.event_log_storage.store_event(event)
+    write_batch = PooledSqliteEventLogStorage._write_batch
+
+    def only_one_at_a_time(storage, run_id, batch):
+        if len(batch) > 1:
+            raise RuntimeError("batch refused")
+        write_batch(storage, run_id, batch)
+
+    monkeypatch.setattr(PooledSqliteEventLogStorage, "_write_batch", only_one_at_a_time)
+    in_batches.event_log_storage.store_event_batch(events)
+    assert _tables(in_batches.event_log_storage, run_ids) == _tables(
+        one_by_one.event_log_storage, run_ids
+    )
+
+    def refuse_all(storage, run_id, batch):
+        raise RuntimeError("write refused")
+
+    monkeypatch.setattr(PooledSqliteEventLogStorage, "_write_batch", refuse_all)
+    with pytest.raises(RuntimeError, match="write refused"):
+        in_batches.event_log_storage.store_event_batch(events[-2:])
+    for instance in (source, one_by_one, in_batches):
+        instance.dispose()
+
+
+def test_a_group_holds_a_runs_records_until_read_or_due(home, tmp_path, monkeypatch):
+    import hrm_assets.instance_storage as instance_storage
+
+    source = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    events = _run_events(source)
+    materialized = [
+        event
+        for event in events
+        if event.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
+        and event.dagster_event.asset_key == dg.AssetKey("batched")
+    ]
+    writer = _fresh(tmp_path, "writer")
+    reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path / "writer")))
+    storage = writer.event_log_storage
+    monkeypatch.setattr(instance_storage, "GROUP_SECONDS", 60.0)  # never due on a slow machine
+    with storage.grouped_commits():
+        for event in materialized[:3]:
+            storage.store_event(event)
+        # Held: the group's own reads write them first; other processes see them at commit.
+        assert _materialized(writer, "batched") == ["x", "y", "z"]
+        assert _materialized(reader, "batched") == []
+    assert _materialized(reader, "batched") == ["x", "y", "z"]
+
+    monkeypatch.setattr(instance_storage, "GROUP_SECONDS", 0.0)  # due at every write
+    with storage.grouped_commits():
+        for event in materialized[3:]:
+            storage.store_event(event)
+            assert _materialized(reader, "batched").count(event.dagster_event.partition) == 2
+    for instance in (source, writer, reader):
+        instance.dispose()
+
+
+def test_check_targets_are_read_from_the_stored_json_as_dagster_reads_them(home):
+    from hrm_assets.defs.tokenized.records import targets_from_records
+
+    instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    _run_events(instance)
+    key, partitions = dg.AssetKey("batched"), ["x", "y", "z", "never materialized"]
+    targets = instance.event_log_storage.latest_materialization_targets(key, partitions)
+    assert targets == targets_from_records(instance, key, partitions)
+    assert sorted(targets) == ["x", "y", "z"]
+    assert instance.event_log_storage.latest_materialization_targets(key, ["none"]) == {}
+    instance.dispose()

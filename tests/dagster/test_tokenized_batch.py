@@ -96,7 +96,9 @@ def versions(instance) -> dict[str, str]:
     }
 
 
-def test_one_run_records_every_partition_with_its_own_version(instance, data_paths, flan):
+def test_one_run_records_every_partition_with_its_own_version(any_instance, data_paths, real_raw):
+    instance = any_instance
+    flan = register_flan(instance, data_paths, real_raw)
     result = run_all(instance, data_paths)
     assert result.success
     assert len(instance.get_runs()) == 1
@@ -119,14 +121,20 @@ def test_one_run_records_every_partition_with_its_own_version(instance, data_pat
         (key, name) for key in flan for name in ("arrays_consistent", "manifest_valid")
     }
     assert all(e.passed and e.target_materialization_data is not None for e in evaluations)
+    # As stored (what the UI reads): each partition's checks passed, on its latest record.
+    checks = [dg.AssetCheckKey(KEY, name) for name in ("arrays_consistent", "manifest_valid")]
+    infos = instance.event_log_storage.get_asset_check_partition_info(checks)
+    assert sorted((info.partition_key, info.check_key.name) for info in infos) == sorted(
+        (key, check.name) for key in flan for check in checks
+    )
+    for info in infos:
+        assert info.latest_execution_status.value == "SUCCEEDED" and info.is_current
+        assert info.latest_materialization_storage_id == records[info.partition_key].storage_id
 
 
-def test_a_changed_file_changes_only_its_partitions_version(
-    instance,
-    data_paths,
-    flan,
-    real_raw,
-):
+def test_a_changed_file_changes_only_its_partitions_version(any_instance, data_paths, real_raw):
+    instance = any_instance
+    flan = register_flan(instance, data_paths, real_raw)
     assert run_all(instance, data_paths).success
     before = versions(instance)
     count = len(instance.fetch_materializations(KEY, limit=10_000).records)

@@ -101,7 +101,18 @@ def latest_materialization_targets(
     instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
 ) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
     """What a check evaluation of each of ``partitions`` refers to: its latest materialization
-    (two queries for all of them; partitions never materialized are left out)."""
+    (two queries for all of them; partitions never materialized are left out). Read by the
+    instance's storage where it can (the local SQLite one, without rebuilding whole events)."""
+    read = getattr(instance.event_log_storage, "latest_materialization_targets", None)
+    if read is not None:
+        return read(asset_key, partitions)
+    return targets_from_records(instance, asset_key, partitions)
+
+
+def targets_from_records(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
+) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
+    """:func:`latest_materialization_targets` through Dagster's records, on any storage."""
     latest = instance.event_log_storage.get_latest_storage_id_by_partition(
         asset_key, DagsterEventType.ASSET_MATERIALIZATION, partitions=set(partitions)
     )
