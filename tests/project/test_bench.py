@@ -419,8 +419,8 @@ def test_object_storage_stage_measures_every_run_and_what_went_over_the_wire(
     assert tokenize["received"][0] >= figures["cleaned_bytes"]
     assert tokenize["sent"][0] >= 0.9 * figures["tokenized_bytes"]
     noop = runs["tokenize_noop/s3"]  # listings, HEADs and small GETs: no data either way
-    assert noop["received"][0] < 0.1 * figures["cleaned_bytes"]
-    assert noop["sent"][0] < 0.1 * figures["tokenized_bytes"]
+    assert noop["received"][0] < 0.25 * tokenize["received"][0]
+    assert noop["sent"][0] < 0.25 * tokenize["sent"][0]
     assert cold["received"][0] >= 0.9 * figures["tokenized_bytes"]
     assert warm["received"][0] < 0.1 * cold["received"][0]
     for fetch in ("object_store", "s3fs"):
