@@ -123,7 +123,8 @@ class Encoder:
         Errors (returned per job like any other): ``PermissionError`` when credentials are
         refused (403, InvalidAccessKeyId, SignatureDoesNotMatch), naming the bucket and key;
         ``FileNotFoundError`` for a missing bucket (naming it) or object (naming the URL);
-        ``OSError`` otherwise. Their ``filename`` is the URL.
+        ``OSError`` otherwise. A refused or failed request's ``filename`` is the URL (a body
+        cut off while it downloads raises ``OSError`` naming the URL in its message).
         """
 
 def concatenate_token_arrays(
