@@ -36,6 +36,7 @@ import contextlib
 import itertools
 import json
 import os
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -72,7 +73,7 @@ from dagster_shared.record import copy
 from sqlalchemy import bindparam, create_engine, func, select
 from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import NullPool, QueuePool
 
 # Database files whose connection stays open: the index and the runs being written or read.
 OPEN_DATABASES = 8
@@ -165,6 +166,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         # Events held for a batched write (within a group only), in the order they came.
         self._held: list[EventLogEntry] = []
         self._asset_key_index_cols: bool | None = None
+        self._empty_run_database: bytes | None = None
         super().__init__(base_dir, inst_data)
 
     def _engine(self, shard: str) -> Engine:
@@ -208,7 +210,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             for shard in shards:
                 engine = self._engine(shard)
                 if shard not in self._initialized_dbs:
-                    self._initdb(engine)
+                    self._init_shard(shard, engine)
                     self._initialized_dbs.add(shard)
                 if self._group is None:
                     connection = stack.enter_context(engine.connect())
@@ -218,6 +220,36 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                     stack.enter_context(connection.begin_nested())
                 connections.append(connection)
             yield connections
+
+    def _init_shard(self, shard: str, engine: Engine) -> None:
+        # A new run's database starts as a copy of an empty one, initialized once per process:
+        # Dagster's initialization (every table created, alembic reading its scripts to stamp
+        # the revision) took ~0.5 s a run, most of a one-file source's run.
+        path = self.path_for_shard(shard)
+        if shard == INDEX_SHARD_NAME or os.path.exists(path) or not self._copy_empty_run(path):
+            self._initdb(engine)
+
+    def _copy_empty_run(self, path: str) -> bool:
+        """Create ``path`` as a copy of an empty run database, unless it exists by then
+        (another process made it; Dagster's initialization checks it) or cannot be linked."""
+        if self._empty_run_database is None:
+            with tempfile.TemporaryDirectory(prefix="hrm-empty-run-") as folder:
+                empty = os.path.join(folder, "empty.db")
+                engine = create_engine(f"sqlite:///{empty}", poolclass=NullPool)
+                self._initdb(engine)
+                engine.dispose()  # its last connection closed: the WAL checkpointed into it
+                with open(empty, "rb") as handle:
+                    self._empty_run_database = handle.read()
+        staged = f"{path}.{os.getpid()}.staged"
+        with open(staged, "wb") as handle:
+            handle.write(self._empty_run_database)
+        try:
+            os.link(staged, path)  # never replaces a database another process created
+        except OSError:
+            return False
+        finally:
+            os.unlink(staged)
+        return True
 
     @contextlib.contextmanager
     def grouped_commits(self) -> Iterator[None]:

@@ -2,6 +2,8 @@
 the same records as Dagster's own SQLite storage, visible to other instances at once, with a
 bounded number of open database files."""
 
+import os
+
 import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
@@ -378,3 +380,44 @@ def test_check_targets_are_read_from_the_stored_json_as_dagster_reads_them(home)
     assert sorted(targets) == ["x", "y", "z"]
     assert instance.event_log_storage.latest_materialization_targets(key, ["none"]) == {}
     instance.dispose()
+
+
+def test_a_new_runs_database_is_the_one_dagster_initializes(home, tmp_path, monkeypatch):
+    import sqlite3
+
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    def layout(path) -> tuple:
+        with sqlite3.connect(path) as connection:
+            return (
+                sorted(connection.execute("SELECT type, name, sql FROM sqlite_master")),
+                connection.execute("SELECT version_num FROM alembic_version").fetchall(),
+                connection.execute("PRAGMA journal_mode").fetchall(),
+            )
+
+    instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    storage = instance.event_log_storage
+    with storage.index_connection():
+        pass
+    initialized = []
+    initdb = PooledSqliteEventLogStorage._initdb
+    monkeypatch.setattr(
+        PooledSqliteEventLogStorage,
+        "_initdb",
+        lambda self, engine, **kwargs: initialized.append(engine) or initdb(self, engine, **kwargs),
+    )
+    for run_id in ("first-run", "second-run"):
+        with storage.run_connection(run_id):
+            pass
+    assert len(initialized) == 1  # the empty database, copied for each run
+    monkeypatch.undo()
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    with stock.run_connection("first-run"):
+        pass
+    expected = layout(stock.path_for_shard("first-run"))
+    assert expected[1] and expected[2] == [("wal",)]
+    for run_id in ("first-run", "second-run"):
+        assert layout(storage.path_for_shard(run_id)) == expected
+    assert not [name for name in os.listdir(storage._base_dir) if name.endswith(".staged")]
+    instance.dispose()
+    stock.dispose()
