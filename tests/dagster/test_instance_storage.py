@@ -9,7 +9,11 @@ import pytest
 from dagster._core.instance.ref import InstanceRef
 from support.instance_config import write_config
 
-from hrm_assets.instance_storage import OPEN_DATABASES, PooledSqliteEventLogStorage
+from hrm_assets.instance_storage import (
+    OPEN_DATABASES,
+    PooledSqliteEventLogStorage,
+    PooledSqliteRunStorage,
+)
 
 PARTITIONS = dg.StaticPartitionsDefinition([f"p{index}" for index in range(OPEN_DATABASES + 3)])
 
@@ -30,6 +34,7 @@ def home(tmp_path):
 def test_runs_are_recorded_and_seen_by_another_instance(home):
     writer = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     assert isinstance(writer.event_log_storage, PooledSqliteEventLogStorage)
+    assert isinstance(writer.run_storage, PooledSqliteRunStorage)
     for key in PARTITIONS.get_partition_keys():
         assert dg.materialize([numbers], instance=writer, partition_key=key).success
     reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
