@@ -8,6 +8,7 @@ written last.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -93,6 +94,12 @@ def test_remote_input_and_output_match_a_local_run(encoder, rows, s3_server, s3_
         stored = remote_folder(s3_server, s3_bucket, f"tokenized/{path.name}")
         assert sorted(stored) == FOLDER_FILES
         assert stored == local_folder(tmp_path / "local" / path.name), path.name
+        # Every object carries its SHA-256 as user metadata, as hrm_assets.common.storage's do.
+        for name, data in stored.items():
+            head = s3_server.client().head_object(
+                Bucket=s3_bucket, Key=f"tokenized/{path.name}/{name}"
+            )
+            assert head["Metadata"] == {"sha256": hashlib.sha256(data).hexdigest()}, name
     # Nothing staged is left behind, here or in the bucket.
     assert s3_server.keys(s3_bucket, "tokenized/") == sorted(
         f"tokenized/{path.name}/{name}" for path in (jsonl, parquet) for name in FOLDER_FILES
@@ -293,4 +300,5 @@ def test_a_large_file_goes_up_in_parts_with_the_local_bytes(
     assert head["ETag"].strip('"').rpartition("-")[2].isdigit(), head["ETag"]
     expected = local_folder(tmp_path / "local" / "big.jsonl")
     assert len(expected["tokens.npy"]) > 16 << 20
+    assert head["Metadata"] == {"sha256": hashlib.sha256(expected["tokens.npy"]).hexdigest()}
     assert remote_folder(s3_server, s3_bucket, "t/big.jsonl") == expected

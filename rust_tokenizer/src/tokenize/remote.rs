@@ -22,7 +22,11 @@
 //! A folder with a manifest is therefore complete and matches it; a failure in step 2 leaves the
 //! folder without one (absent), never with a manifest over other arrays. The staging folder is
 //! removed in every case. There is no sync: an object is durable once its PUT returns.
+//!
+//! Every object carries its SHA-256 as user metadata (`x-amz-meta-sha256`), as every object
+//! Python's `hrm_assets.common.storage` writes does, so a HEAD tells its digest without a GET.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::Path;
@@ -30,10 +34,14 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use futures_util::stream::{BoxStream, StreamExt};
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{
+    Attribute, Attributes, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
+};
+use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, IoContext, RemoteKind, Result};
+use crate::npy::hex_digest;
 use crate::storage::{runtime, ObjectStores, ObjectUrl};
 use crate::tokenize::read::{Format, RowReader};
 use crate::tokenize::write::{ARRAY_FILES, MANIFEST_FILE, METADATA_FILE, OWNER_MARKER};
@@ -182,6 +190,12 @@ async fn publish(
         }
     }
 
+    // The arrays' digests are the manifest's (already computed, and the large ones must be
+    // known before their upload starts); the two small files are hashed as they are read.
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let manifest_bytes = fs::read(&manifest_path).at(&manifest_path)?;
+    let array_digests = manifest_digests(&manifest_bytes, &manifest_path)?;
+
     // Small objects are read here and PUT concurrently by the runtime; large ones are streamed
     // from disk by this (caller's) thread, part after part, so no runtime worker blocks on disk.
     let mut small = JoinSet::new();
@@ -190,13 +204,21 @@ async fn publish(
         let path = dir.join(name);
         let url = folder.child(name);
         if fs::metadata(&path).at(&path)?.len() > part_size as u64 {
-            large.push((path, url));
+            let digest = array_digests.get(*name).cloned().ok_or_else(|| {
+                Error::file(&manifest_path, format!("{name} is not in the manifest"))
+            })?;
+            large.push((path, url, digest));
         } else {
             let bytes = fs::read(&path).at(&path)?;
+            let digest = sha256_hex(&bytes);
             let store = store.clone();
             small.spawn(async move {
                 store
-                    .put(&url.path(), PutPayload::from(bytes))
+                    .put_opts(
+                        &url.path(),
+                        PutPayload::from(bytes),
+                        sha256_attributes(digest).into(),
+                    )
                     .await
                     .map(|_| ())
                     .map_err(|err| url.error(err))
@@ -204,8 +226,8 @@ async fn publish(
         }
     }
     let mut first_error = None;
-    for (path, url) in &large {
-        if let Err(err) = upload_in_parts(&store, path, url, part_size).await {
+    for (path, url, digest) in large {
+        if let Err(err) = upload_in_parts(&store, &path, &url, digest, part_size).await {
             first_error = Some(err);
             break;
         }
@@ -224,24 +246,54 @@ async fn publish(
         return Err(err);
     }
 
-    let bytes = fs::read(dir.join(MANIFEST_FILE)).at(&dir.join(MANIFEST_FILE))?;
+    let digest = sha256_hex(&manifest_bytes);
     store
-        .put(&manifest.path(), PutPayload::from(bytes))
+        .put_opts(
+            &manifest.path(),
+            PutPayload::from(manifest_bytes),
+            sha256_attributes(digest).into(),
+        )
         .await
         .map_err(|err| manifest.error(err))?;
     Ok(())
 }
 
-/// Upload the file at `path` as `url` by a multipart upload: `part_size` parts read one after
+/// The user-metadata key of an object's SHA-256 (`x-amz-meta-sha256`), Python's
+/// `hrm_assets.common.storage.SHA256_METADATA`.
+pub const SHA256_METADATA: &str = "sha256";
+
+fn sha256_attributes(hex: String) -> Attributes {
+    Attributes::from_iter([(Attribute::Metadata(SHA256_METADATA.into()), hex)])
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex_digest(Sha256::new_with_prefix(bytes))
+}
+
+/// `name -> sha256` of the manifest's files (`manifest_json`'s format).
+fn manifest_digests(bytes: &[u8], path: &Path) -> Result<HashMap<String, String>> {
+    let manifest: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|err| Error::file(path, format!("not a manifest: {err}")))?;
+    let files = manifest["files"]
+        .as_object()
+        .ok_or_else(|| Error::file(path, "not a manifest: no files"))?;
+    Ok(files
+        .iter()
+        .filter_map(|(name, entry)| Some((name.clone(), entry["sha256"].as_str()?.to_string())))
+        .collect())
+}
+
+/// Upload the file at `path` (of SHA-256 `sha256`) as `url` by a multipart upload: `part_size` parts read one after
 /// another, [`PARTS_IN_FLIGHT`] uploading at a time. On error the upload is aborted.
 async fn upload_in_parts(
     store: &Arc<dyn ObjectStore>,
     path: &Path,
     url: &ObjectUrl,
+    sha256: String,
     part_size: usize,
 ) -> Result<()> {
     let upload = store
-        .put_multipart(&url.path())
+        .put_multipart_opts(&url.path(), sha256_attributes(sha256).into())
         .await
         .map_err(|err| url.error(err))?;
     let mut writer = WriteMultipart::new_with_chunk_size(upload, part_size);
@@ -296,7 +348,7 @@ mod tests {
     use crate::storage::Location;
     use crate::tokenize::encode::tests::{jsonl, word_spec, word_tokenizer};
     use crate::tokenize::encode::{thread_pool, Encoder};
-    use crate::tokenize::write::{tokenize_files, FileJob};
+    use crate::tokenize::write::{manifest_json, tokenize_files, FileJob};
 
     /// An in-memory store that logs every write and delete, and fails PUTs of one key.
     #[derive(Debug, Default)]
@@ -426,6 +478,18 @@ mod tests {
             .map(|bytes| bytes.to_vec())
     }
 
+    fn stored_sha256(store: &Arc<Recording>, key: &str) -> String {
+        let attributes = runtime()
+            .unwrap()
+            .block_on(store.get(&ObjectPath::from(key)))
+            .unwrap()
+            .attributes;
+        let value = attributes.get(&Attribute::Metadata(SHA256_METADATA.into()));
+        value
+            .map(|value| value.as_ref().to_string())
+            .unwrap_or_default()
+    }
+
     fn put(store: &Arc<Recording>, key: &str, bytes: &[u8]) {
         let payload = PutPayload::from(bytes.to_vec());
         runtime()
@@ -489,8 +553,9 @@ mod tests {
         );
         for name in folder_files() {
             let local = fs::read(root.path().join("local/in.jsonl").join(name)).unwrap();
-            let remote = object(&store, &format!("tokenized/in.jsonl/{name}")).unwrap();
-            assert_eq!(local, remote, "{name}");
+            let key = format!("tokenized/in.jsonl/{name}");
+            assert_eq!(object(&store, &key).unwrap(), local, "{name}");
+            assert_eq!(stored_sha256(&store, &key), sha256_hex(&local), "{name}");
         }
         let log = store.log.lock().unwrap().clone();
         assert_eq!(
@@ -526,7 +591,11 @@ mod tests {
             let bytes: Vec<u8> = (0..size).map(|byte| ((byte + index) % 251) as u8).collect();
             fs::write(dir.join(name), bytes).unwrap();
         }
-        fs::write(dir.join(MANIFEST_FILE), b"{}").unwrap();
+        fs::write(
+            dir.join(MANIFEST_FILE),
+            manifest_json(&dir, &ARRAY_FILES).unwrap(),
+        )
+        .unwrap();
         let store = Arc::new(Recording::default());
         let folder = url("s3://b/out/x");
         let dyn_store: Arc<dyn ObjectStore> = store.clone();
@@ -535,8 +604,10 @@ mod tests {
             .block_on(publish(dyn_store, &dir, &folder, part))
             .unwrap();
         for name in folder_files() {
-            let remote = object(&store, &format!("out/x/{name}")).unwrap();
-            assert_eq!(fs::read(dir.join(name)).unwrap(), remote, "{name}");
+            let key = format!("out/x/{name}");
+            let local = fs::read(dir.join(name)).unwrap();
+            assert_eq!(object(&store, &key).unwrap(), local, "{name}");
+            assert_eq!(stored_sha256(&store, &key), sha256_hex(&local), "{name}");
         }
         let log = store.log.lock().unwrap().clone();
         assert_eq!(log.last().unwrap(), "put out/x/manifest.json");
