@@ -89,6 +89,19 @@ def refresh_files(
     return report
 
 
+def note_uploaded(local: Path, store: ObjectStore, relatives: list[str]) -> None:
+    """Record in the working copy's index the ETags of objects just uploaded from the copy's
+    own files, so that the next refresh does not download what this machine wrote."""
+    if not relatives:
+        return
+    with exclusive_lock(lock_path_for(local)):
+        index = read_index(local)
+        for relative, info in store.head_many(relatives).items():
+            if info is not None and (local / relative).is_file():
+                index[relative] = info.etag
+        _write_index(local, index)
+
+
 def mirror_tree(
     root: ObjectRoot, select: Callable[[str], bool] | None = None, local: Path | None = None
 ) -> MirrorReport:

@@ -1,7 +1,8 @@
 """Tokenized folders in object storage: the same folders, bytes and skip rules as
 ``tokenize.py`` writes on disk, for a tokenized root that is an ``s3://`` URL.
 
-The commit protocol of a folder ``<root>/<safe name>/`` (docs/STORAGE.md):
+The Rust core publishes each folder ``<root>/<safe name>/`` by this commit protocol
+(docs/STORAGE.md):
 
 1. DELETE ``manifest.json`` (a reader now takes the folder as absent);
 2. PUT the arrays, ``metadata.json`` and the ownership marker ``.hrm-data``;
@@ -15,8 +16,8 @@ rewrites). Deciding whether a folder is current reads its ``metadata.json`` and
 never read to skip it. Only folders carrying the marker are ever deleted.
 
 Object storage has no lock: two writers of one folder are kept apart by Dagster, which runs one
-materialization of a partition at a time (a run of a partition waits for, or is refused
-beside, another), and by ``hrm-tokenize``'s users not pointing two commands at one root.
+materialization of a partition at a time, and by ``hrm-tokenize``'s users not pointing two
+commands at one root (docs/STORAGE.md says what a second writer could cause).
 """
 
 from __future__ import annotations

@@ -46,11 +46,19 @@ def log_length(log: Path) -> int:
     return len(log.read_text(errors="replace").splitlines())
 
 
+# What a skip decision reads: a folder's manifest and metadata, a root's tokenizer_info.json,
+# a cleaned source's build record. Every other GET is a download of data.
+SMALL_OBJECTS = ("manifest.json", "metadata.json", "tokenizer_info.json")
+
+
 def data_gets(requests: list[tuple[str, str, str]]) -> list[str]:
-    """Keys of GETs of data objects (arrays, cleaned and raw files), not of listings and not of
-    small JSON objects (manifests, metadata, records)."""
+    """Keys of GETs of data objects: not listings, not the small objects skips read."""
     return [
         key
         for method, key, query in requests
-        if method == "GET" and not query and not key.endswith(".json") and key
+        if method == "GET"
+        and not query
+        and key
+        and key.rsplit("/", 1)[-1] not in SMALL_OBJECTS
+        and "/.hrm-build/" not in f"/{key}"
     ]

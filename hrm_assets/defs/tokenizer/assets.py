@@ -8,7 +8,7 @@ from pydantic import Field
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import is_cleaned_name, is_temporary
-from hrm_assets.common.object_mirror import mirror_tree
+from hrm_assets.common.object_mirror import mirror_tree, note_uploaded
 from hrm_assets.common.settings import TOKENIZER_JSON
 from hrm_assets.common.storage import ObjectRoot, ObjectStore
 from hrm_assets.defs.common.automation import on_missing_only
@@ -43,14 +43,18 @@ def upload_changed(store: ObjectStore, folder: Path, names: tuple[str, ...]) -> 
     """PUT each local file whose SHA-256 differs from its object's; delete the objects of
     files that are gone (ours: they carry our SHA-256)."""
     heads = store.head_many(names)
+    uploaded = []
     for name in names:
         path, known = folder / name, heads[name]
         if path.is_file():
             digest = file_sha256(path)
             if known is None or known.sha256 != digest:
                 store.put_file(name, path, sha256=digest)
+                uploaded.append(name)
         elif known is not None and known.sha256:
             store.delete([name])
+    # The working copy holds these bytes already: no download of them next time.
+    note_uploaded(folder, store, uploaded)
 
 
 @dg.asset(
