@@ -189,16 +189,16 @@ def tokenized_input(data_paths: DataPaths, log) -> Iterator[tuple[Path, Path | N
     working copy, refreshed first (every complete folder; only objects whose ETag changed are
     downloaded) and held under its lock while the sampler reads it; the tokenizer from its own
     working copy."""
-    location = data_paths.tokenized_location
-    if not isinstance(location, ObjectRoot):
-        yield data_paths.tokenized_root, None
-        return
-    from hrm_assets.tokenization.remote import mirror_lock, mirror_tokenized
-
     tokenizer = None
     if isinstance(data_paths.tokenizer_location, ObjectRoot):
         mirror_tree(data_paths.tokenizer_location, select=lambda name: name == TOKENIZER_JSON)
         tokenizer = data_paths.tokenizer_json
+    location = data_paths.tokenized_location
+    if not isinstance(location, ObjectRoot):
+        yield data_paths.tokenized_root, tokenizer
+        return
+    from hrm_assets.tokenization.remote import mirror_lock, mirror_tokenized
+
     local = data_paths.tokenized_root
     with mirror_lock(local):
         mirror_tokenized(location, local)

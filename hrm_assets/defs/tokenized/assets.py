@@ -150,7 +150,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         remote = remote_roots(data_paths)
         if remote is None:
             files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
-            setup = TokenizerSetup.load(data_paths.tokenizer_json, Framing())  # hashed once
+            setup = tokenizer_setup(data_paths)  # hashed once
             # Before anything is written: nested roots would put outputs among the cleaned
             # files.
             check_roots_apart([data_paths.cleaned_root], tokenized_root)
@@ -160,7 +160,7 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         else:
             cleaned, out = remote
             files, failures = cleaned_files_for(spec, cleaned.local, partitions, cleaned)
-            setup = remote_tokenizer_setup(data_paths)
+            setup = tokenizer_setup(data_paths)
             vocab_size = out.write_tokenizer_info(setup)
             results = tokenize_remote(files, cleaned, out, setup, threads=config.threads)
         instance = context.instance
@@ -251,8 +251,9 @@ def remote_roots(data_paths: DataPaths) -> tuple[RemoteCleaned, RemoteTokenized]
     return None
 
 
-def remote_tokenizer_setup(data_paths: DataPaths) -> TokenizerSetup:
-    """The tokenizer (from its working copy when remote), recorded by its URL."""
+def tokenizer_setup(data_paths: DataPaths) -> TokenizerSetup:
+    """The tokenizer: its file, or when its root is remote its working copy (refreshed by
+    ETag), recorded in ``tokenizer_info.json`` by its URL."""
     location = data_paths.tokenizer_location
     if not isinstance(location, ObjectRoot):
         return TokenizerSetup.load(data_paths.tokenizer_json, Framing())
