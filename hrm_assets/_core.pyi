@@ -157,12 +157,11 @@ def philox_permutation(state: PhiloxState, n: int) -> tuple[list[int], PhiloxSta
 def read_span_columns(
     folders: list[str | PathLike[str]],
     fields: list[str],
-    token_counts: list[int],
     progress: Callable[[int], object] | None = None,
-) -> tuple[list[bytes], list[int], int | None] | None:
-    """Every folder's ``<field>.npy`` (the four span fields), back to back as int64 bytes,
-    checked against each folder's token count; returns ``(columns, rows per folder, first
-    inconsistent folder or None)``, or None when a file is not a plain 1-D array (as
+) -> tuple[list[bytes], list[int]] | None:
+    """Every folder's ``<field>.npy`` (the four span fields), back to back as int64 bytes
+    (unchecked: the span rule is ``hrm_assets.sampling.span_table``'s); returns ``(columns,
+    rows per folder)``, or None when a file is not a plain 1-D array (as
     ``numpy.save`` or data_io's ``ndarray-npy`` write them) or a folder's arrays differ in
     length (read those some other way). ``progress(folders)`` is called at most every 200 ms
     and once at the end."""

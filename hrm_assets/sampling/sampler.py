@@ -464,11 +464,10 @@ def read_span_table(
     owns rows ``bounds[t]:bounds[t + 1]``), checked as :func:`load_spans` checks them.
 
     The Rust core reads plain arrays (the headers of ``numpy.save`` and of data_io's
-    ``ndarray-npy``), all tasks in one call (``rust_tokenizer/src/spans.rs``); anything else is
-    read here. Every task is then checked against the layout rule of
-    :mod:`hrm_assets.sampling.span_table` (the one the tokenized asset checks apply; it covers the
-    Rust reader's own range and total checks, and also refuses overlapping spans whose lengths still
-    add up). The first task that fails is read again by :func:`load_spans`, whose error names
+    ``ndarray-npy``), all tasks in one call (``rust_tokenizer/src/sample/spans.rs``); anything
+    else is read here. Every task is then checked against the span rule of
+    :mod:`hrm_assets.sampling.span_table` (the one the asset checks and ``hrm-verify`` apply).
+    The first task that fails is read again by :func:`load_spans`, whose error names
     its file. ``on_tasks(n)`` is called as task folders are read.
     """
     reported = 0
@@ -480,12 +479,12 @@ def read_span_table(
             on_tasks(tasks)
 
     read = _core.read_span_columns(
-        [str(task_dir) for task_dir in task_dirs], list(SPAN_FIELDS), counts, report
+        [str(task_dir) for task_dir in task_dirs], list(SPAN_FIELDS), report
     )
     if read is None:
         table, bounds = _read_span_table_by_task(task_dirs, counts, report, skip=reported)
     else:
-        columns, rows, _ = read
+        columns, rows = read
         table = Spans(
             **{
                 name: np.frombuffer(column, dtype=np.int64)

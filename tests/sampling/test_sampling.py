@@ -213,7 +213,7 @@ def test_span_files_the_rust_reader_does_not_take_are_read_in_python(tmp_path):
     values = np.load(path)
     with open(path, "wb") as handle:
         np.lib.format.write_array(handle, values, version=(2, 0))
-    assert sampling._core.read_span_columns(task_dirs, list(SPAN_NAMES), counts) is None
+    assert sampling._core.read_span_columns(task_dirs, list(SPAN_NAMES)) is None
     (table, _), _ = _span_tables(task_dirs, counts)
     assert np.array_equal(table.resp_len, expected.resp_len)
 

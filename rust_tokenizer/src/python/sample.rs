@@ -188,38 +188,31 @@ fn write_epoch_arrays(
     Ok((done.tokens, written, philox_tuple(&rng)))
 }
 
-/// Every folder's `<field>.npy` for the four span `fields`, back to back as int64, checked
-/// against each folder's token count (`rust_tokenizer/src/sample/spans.rs`). Returns `(four
-/// bytes objects of int64 values, rows per folder, first inconsistent folder or None)`, or None
+/// Every folder's `<field>.npy` for the four span `fields`, back to back as int64
+/// (`rust_tokenizer/src/sample/spans.rs`; the caller checks them against the span rule).
+/// Returns `(four bytes objects of int64 values, rows per folder)`, or None
 /// when some file is not a plain 1-D integer array (as `numpy.save` or `ndarray-npy` write it)
 /// or a folder's arrays differ in length (the caller reads those its own way).
 /// `progress(folders)` gets the folders read since its last call, at most every 200 ms and once
 /// at the end.
 #[pyfunction]
-#[pyo3(signature = (folders, fields, token_counts, progress = None))]
+#[pyo3(signature = (folders, fields, progress = None))]
 #[allow(clippy::type_complexity)]
 fn read_span_columns<'py>(
     py: Python<'py>,
     folders: Vec<PathBuf>,
     fields: Vec<String>,
-    token_counts: Vec<u64>,
     progress: Option<Py<PyAny>>,
-) -> PyResult<Option<(Vec<Bound<'py, PyBytes>>, Vec<u64>, Option<usize>)>> {
+) -> PyResult<Option<(Vec<Bound<'py, PyBytes>>, Vec<u64>)>> {
     let names: [&str; FIELDS] = fields
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
         .try_into()
         .map_err(|_| PyValueError::new_err(format!("{FIELDS} fields expected")))?;
-    if folders.len() != token_counts.len() {
-        return Err(PyValueError::new_err("one token count per folder expected"));
-    }
     let mut report = ThrottledProgress::new(progress.as_ref());
-    let table = py.detach(|| {
-        read_span_table(&folders, &names, &token_counts, &mut |folders| {
-            report.add(folders as u64)
-        })
-    });
+    let table =
+        py.detach(|| read_span_table(&folders, &names, &mut |folders| report.add(folders as u64)));
     report.finish(py, table.is_some())?;
     let Some(table) = table else {
         return Ok(None);
@@ -236,7 +229,7 @@ fn read_span_columns<'py>(
             })
         })
         .collect::<PyResult<Vec<_>>>()?;
-    Ok(Some((columns, table.rows, table.first_inconsistent)))
+    Ok(Some((columns, table.rows)))
 }
 
 /// Copy `lengths[i]` bytes of `source` from `starts[i]` to `destinations[i]` in `target`, for

@@ -1,5 +1,6 @@
-//! The sampler's span table: every task's four span arrays back to back as int64, read and
-//! checked in one call.
+//! The sampler's span table: every task's four span arrays back to back as int64, read in one
+//! call. The span rule itself (rows back to back within and covering a task's tokens) is
+//! checked on this table by the caller, `hrm_assets/sampling/span_table.py`, its one statement.
 //!
 //! Only plain arrays are read here: a version 1.0 header describing a 1-D integer array, as
 //! `numpy.save` writes it or as data_io's tokenizer (and ours) write it with `ndarray-npy`; anything else (another header, a missing or short file, a task whose arrays differ
@@ -12,7 +13,7 @@ use crate::npy::{parse_plain_header, IntType};
 use crate::sample::concat::cast;
 use crate::sample::epoch_draw::FIELDS;
 
-/// The rows of every task, field by field, and where they fail data_io's consistency rules.
+/// The rows of every task, field by field.
 #[derive(Debug, PartialEq, Eq)]
 pub struct SpanTable {
     /// One column per field, every task's rows back to back (unsigned 64-bit values past
@@ -20,9 +21,6 @@ pub struct SpanTable {
     pub columns: [Vec<i64>; FIELDS],
     /// Rows of each task.
     pub rows: Vec<u64>,
-    /// The first task whose spans are not all within its tokens (negative values, values or
-    /// span ends past its token count) or do not cover exactly its token count.
-    pub first_inconsistent: Option<usize>,
 }
 
 /// The array's values as int64 appended to `column`, or `None` if it is not a plain array
@@ -49,46 +47,18 @@ const INT64: IntType = IntType {
     big_endian: false,
 };
 
-/// Whether rows `rows` of `columns` (`inst_start`, `inst_len`, `resp_start`, `resp_len`) lie
-/// within `tokens` tokens and cover exactly that many.
-fn consistent(columns: &[Vec<i64>; FIELDS], rows: std::ops::Range<usize>, tokens: u64) -> bool {
-    let limit = i128::from(tokens);
-    let mut covered = 0i128;
-    for row in rows {
-        let [inst_start, inst_len, resp_start, resp_len] =
-            [0, 1, 2, 3].map(|field| i128::from(columns[field][row]));
-        let in_range = [inst_start, inst_len, resp_start, resp_len]
-            .iter()
-            .all(|&value| (0..=limit).contains(&value));
-        if !in_range || inst_start + inst_len > limit || resp_start + resp_len > limit {
-            return false;
-        }
-        covered += inst_len + resp_len;
-    }
-    covered == limit
-}
-
 /// Read `folder/<field>.npy` for every folder and field (`fields` in the table's order:
-/// `inst_start`, `inst_len`, `resp_start`, `resp_len`) and check each task against its token
-/// count. `progress` receives the number of folders read since its last call and answers
+/// `inst_start`, `inst_len`, `resp_start`, `resp_len`). `progress` receives the number of folders read since its last call and answers
 /// whether to go on (`false` ends the read with `None`).
 pub fn read_span_table(
     folders: &[PathBuf],
     fields: &[&str; FIELDS],
-    token_counts: &[u64],
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Option<SpanTable> {
-    assert_eq!(
-        folders.len(),
-        token_counts.len(),
-        "a token count per folder"
-    );
     let mut columns: [Vec<i64>; FIELDS] = Default::default();
     let mut rows = Vec::with_capacity(folders.len());
     let mut scratch = Vec::new();
-    let mut first_inconsistent = None;
-    for (task, (folder, &tokens)) in folders.iter().zip(token_counts).enumerate() {
-        let start = columns[0].len();
+    for folder in folders {
         let mut lengths = [0u64; FIELDS];
         for ((column, name), length) in columns.iter_mut().zip(fields).zip(&mut lengths) {
             let bytes = std::fs::read(folder.join(format!("{name}.npy"))).ok()?;
@@ -98,18 +68,11 @@ pub fn read_span_table(
             return None;
         }
         rows.push(lengths[0]);
-        if first_inconsistent.is_none() && !consistent(&columns, start..columns[0].len(), tokens) {
-            first_inconsistent = Some(task);
-        }
         if !progress(1) {
             return None;
         }
     }
-    Some(SpanTable {
-        columns,
-        rows,
-        first_inconsistent,
-    })
+    Some(SpanTable { columns, rows })
 }
 
 #[cfg(test)]
@@ -127,8 +90,8 @@ mod tests {
         }
     }
 
-    fn read(folders: &[PathBuf], counts: &[u64]) -> Option<SpanTable> {
-        read_span_table(folders, &FIELD_NAMES, counts, &mut |_| true)
+    fn read(folders: &[PathBuf]) -> Option<SpanTable> {
+        read_span_table(folders, &FIELD_NAMES, &mut |_| true)
     }
 
     #[test]
@@ -162,17 +125,17 @@ mod tests {
     }
 
     #[test]
-    fn tasks_are_read_back_to_back_and_checked() {
+    fn tasks_are_read_back_to_back() {
         let dir = tempfile::tempdir().unwrap();
         let folders: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("t{i}"))).collect();
-        // Task 0: two rows covering 10 tokens. Task 1: no rows. Task 2: covers 7 of 8 tokens.
-        // Task 3: a response past the end.
+        // Task 1 has no rows; task 3's response ends past any token count: the table only
+        // reads, the caller's rule (span_table.py) judges.
         write_task(&folders[0], [&[0, 5], &[2, 1], &[2, 6], &[3, 4]]);
         write_task(&folders[1], [&[], &[], &[], &[]]);
         write_task(&folders[2], [&[0], &[3], &[3], &[4]]);
         write_task(&folders[3], [&[0], &[1], &[1], &[10]]);
         let mut seen = 0;
-        let table = read_span_table(&folders, &FIELD_NAMES, &[10, 0, 8, 10], &mut |n| {
+        let table = read_span_table(&folders, &FIELD_NAMES, &mut |n| {
             seen += n;
             true
         })
@@ -181,32 +144,7 @@ mod tests {
         assert_eq!(table.rows, [2, 0, 1, 1]);
         assert_eq!(table.columns[0], [0, 5, 0, 0]);
         assert_eq!(table.columns[3], [3, 4, 4, 10]);
-        assert_eq!(table.first_inconsistent, Some(2));
-        let consistent_only = read(&folders[..2], &[10, 0]).unwrap();
-        assert_eq!(consistent_only.first_inconsistent, None);
-        assert_eq!(
-            read(&folders[3..], &[10]).unwrap().first_inconsistent,
-            Some(0)
-        );
-    }
-
-    #[test]
-    fn values_out_of_range_are_inconsistent() {
-        let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("t");
-        for (columns, tokens) in [
-            ([[u64::MAX], [1], [0], [0]], 1), // negative once viewed as int64
-            ([[0], [2], [0], [0]], 1),        // a length past the token count
-            ([[1 << 62], [1 << 62], [0], [0]], 1 << 62), // ends past the count
-        ] {
-            write_task(&folder, columns.each_ref().map(|c| c.as_slice()));
-            assert_eq!(
-                read(std::slice::from_ref(&folder), &[tokens])
-                    .unwrap()
-                    .first_inconsistent,
-                Some(0)
-            );
-        }
+        assert_eq!(read(&folders[..2]).unwrap().rows, [2, 0]);
     }
 
     #[test]
@@ -214,18 +152,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("t");
         write_task(&folder, [&[0], &[1], &[1], &[1]]);
-        assert!(read(std::slice::from_ref(&folder), &[2]).is_some());
+        assert!(read(std::slice::from_ref(&folder)).is_some());
         write_npy::<u64>(&folder.join("resp_len.npy"), &[1, 1]).unwrap();
         assert!(
-            read(std::slice::from_ref(&folder), &[2]).is_none(),
+            read(std::slice::from_ref(&folder)).is_none(),
             "lengths differ"
         );
         std::fs::remove_file(folder.join("resp_len.npy")).unwrap();
-        assert!(
-            read(std::slice::from_ref(&folder), &[2]).is_none(),
-            "missing"
-        );
+        assert!(read(std::slice::from_ref(&folder)).is_none(), "missing");
         std::fs::write(folder.join("resp_len.npy"), b"not an array").unwrap();
-        assert!(read(&[folder], &[2]).is_none(), "not .npy");
+        assert!(read(&[folder]).is_none(), "not .npy");
     }
 }
