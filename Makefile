@@ -16,7 +16,7 @@ install: extension
 # The Rust extension, compiled by cargo in the foreground so that its progress shows (pip hides
 # a build's output). The command and environment are maturin's own (`maturin build --release`
 # for this interpreter), so the `pip install -e` above finds every crate compiled and only
-# packages the library. The first build compiles ~190 crates: about 10 minutes on 2 cores.
+# packages the library. The first build compiles ~300 crates: about 13 minutes on 2 cores.
 PY_EXE := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 PY_SIGNATURE := $(shell $(PYTHON) -c 'import platform, sys; print("{}-{}.{}-{}bit".format(platform.python_implementation().lower(), *sys.version_info[:2], 64 if sys.maxsize > 2**32 else 32))')
 MATURIN_ENV := PYO3_BUILD_EXTENSION_MODULE=1 PYO3_ENVIRONMENT_SIGNATURE=$(PY_SIGNATURE) \
@@ -24,7 +24,7 @@ MATURIN_ENV := PYO3_BUILD_EXTENSION_MODULE=1 PYO3_ENVIRONMENT_SIGNATURE=$(PY_SIG
 FEATURES := --features pyo3/extension-module
 extension:
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	@echo "==> compiling the Rust core (first time: about 10 minutes on 2 cores; then seconds)"
+	@echo "==> compiling the Rust core (first time: about 13 minutes on 2 cores; then seconds)"
 	cd rust_tokenizer && $(MATURIN_ENV) \
 	  cargo rustc --locked --profile release $(FEATURES) --lib --crate-type cdylib
 
