@@ -76,9 +76,9 @@ def ranged(context: dg.AssetExecutionContext):
     raise dg.Failure("planned, never evaluated")
 
 
-def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home):
+def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home, monkeypatch):
     from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
-    from dagster._serdes import deserialize_value
+    from dagster._serdes import deserialize_value, serialize_value
 
     instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     job = dg.Definitions(assets=[ranged]).resolve_implicit_global_asset_job_def()
@@ -96,6 +96,18 @@ def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home)
         event = deserialize_value(row.evaluation_event)
         keys = event.dagster_event.event_specific_data.partitions_subset.get_partition_keys()
         assert list(keys) == [row.partition]  # its own partition, not the run's whole subset
+    # Each row's event is written from one serialized with a stand-in key: exactly what
+    # serializing the narrowed event gives, whatever the key's characters.
+    from hrm_assets.instance_storage import _narrowed, _narrowed_events
+
+    (planned, *_) = instance.get_records_for_run(
+        result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED
+    ).records
+    keys = ["a", 'quo"ted\\back', "ünïcode ✓", "tab\tnew\nline", "{}[]:,"]
+    serialized = _narrowed_events(planned.event_log_entry, keys)
+    monkeypatch.setattr("hrm_assets.instance_storage.serialize_value", None)  # not once a key
+    for key in keys:
+        assert serialized(key) == serialize_value(_narrowed(planned.event_log_entry, key))
     instance.dispose()
 
 
