@@ -18,7 +18,9 @@ a crash loses the group's uncommitted records, never an output (the next run rec
 Within a group, a run's materializations and partition check evaluations are also written in
 batches (:meth:`PooledSqliteEventLogStorage.store_event_batch`: one statement per table for
 many events, each event serialized once), held until ``EVENTS_PER_BATCH`` wait, the group is
-due to commit, or anything else touches the storage (so reads still see every write).
+due to commit, or anything else touches the storage (so reads still see every write). A new
+run's database is copied from an empty one initialized once per process, and the run storage
+(``runs.db``) keeps its connection open too (:class:`PooledSqliteRunStorage`).
 Everything else (schema, files, concurrency between processes through SQLite's own locking) is
 Dagster's. ``dagster_home/dagster.yaml`` selects it:
 
