@@ -50,6 +50,16 @@ def stage_location(variable: str) -> Location | None:
     return parse_location(value) if value else None
 
 
+def stage_root(variable: str, name: str) -> Location:
+    """One stage's root: its own variable (``$HRM_TOKENIZED_ROOT`` ...) when set, else
+    ``<data root>/<name>``; a folder or a URL."""
+    given = stage_location(variable)
+    if given is not None:
+        return given
+    root = data_location()
+    return root / name
+
+
 def raw_root() -> Location | None:
     """Mirror of the raw sources (``$HRM_RAW_ROOT``): a local folder or a URL, or None to load
     from the Hub."""

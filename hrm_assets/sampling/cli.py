@@ -6,9 +6,16 @@ Keys are those of data_io's ``sample_tokenized.py``, plus ``drop_short_after_tru
 (``hrm_assets.common.settings``), not data_io's folders:
 
     tokenized_path      $HRM_DATA_ROOT/tokenized        (data_io: data_tokenized_bpe_65k)
+                        ($HRM_TOKENIZED_ROOT when set; a folder or an s3:// URL)
     output_path         $HRM_DATA_ROOT/sampled/local    (data_io: /dev/shm/sampled)
     prefix_config_path  <project>/prefix_config.yaml    (data_io: prefix_config.yaml)
     tokenizer_path      the one tokenizer_info.json records (hrm-data only)
+
+A tokenized root in object storage (``tokenized_path=s3://bucket/prefix/tokenized``, or the
+default when ``$HRM_DATA_ROOT`` is a URL) is sampled from its working copy in
+``$HRM_CACHE_DIR`` (only changed objects downloaded; ``hrm_assets.sampling.remote_input``),
+shipping the tokenizer of ``$HRM_TOKENIZER_ROOT`` (or ``<data root>/tokenizer``) when that is
+remote too. The output stays local.
 
 The Markdown analytics go to stdout (data_io's sections first, then filtering and epoch
 sections); progress bars and warnings go to stderr. Bad input exits with status 2 (arguments)
@@ -23,8 +30,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.common import settings
+from hrm_assets.common.storage import ObjectRoot, parse_location
 from hrm_assets.sampling.analytics import render_report
 from hrm_assets.sampling.defaults import SETTINGS, SamplingSetting, shown_default
+from hrm_assets.sampling.remote_input import readable_tokenized
 from hrm_assets.sampling.sampler import SamplingConfig, SamplingError, make_config, sample_tokenized
 
 PROG = "hrm-sample"
@@ -34,7 +43,10 @@ BOOL_KEYS = tuple(s.name for s in SETTINGS if isinstance(s.default, bool))
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 _PATH_HELP = (
-    ("tokenized_path", "tokenized root (default $HRM_DATA_ROOT/tokenized)"),
+    (
+        "tokenized_path",
+        "tokenized root, a folder or an s3:// URL (default $HRM_DATA_ROOT/tokenized)",
+    ),
     (
         "output_path",
         "sampled folder, replaced as a whole (default $HRM_DATA_ROOT/sampled/local)",
@@ -92,7 +104,7 @@ def default_values() -> dict[str, object]:
     """The CLI's defaults: project paths from ``hrm_assets.common.settings``, the other settings'
     from ``hrm_assets.sampling.defaults`` (through ``SamplingConfig``)."""
     values: dict[str, object] = {
-        "tokenized_path": settings.tokenized_root(),
+        "tokenized_path": settings.stage_root(settings.TOKENIZED_ROOT_ENV, "tokenized"),
         "output_path": settings.sampled_root() / "local",
         "prefix_config_path": settings.default_prefix_config_path(),
         "tokenizer_path": None,
@@ -103,7 +115,20 @@ def default_values() -> dict[str, object]:
 
 
 def parse_arguments(arguments: Sequence[str]) -> SamplingConfig:
-    """``key=value`` arguments (last one wins, as with OmegaConf) to a validated config."""
+    """``key=value`` arguments (last one wins, as with OmegaConf) to a validated config
+    (a local ``tokenized_path``; :func:`main` resolves a remote one first)."""
+    return _config(parse_values(arguments))
+
+
+def _config(values: dict[str, object]) -> SamplingConfig:
+    try:
+        return make_config(**values)
+    except SamplingError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def parse_values(arguments: Sequence[str]) -> dict[str, object]:
+    """``key=value`` arguments over :func:`default_values`; ``tokenized_path`` may be a URL."""
     values = default_values()
     for argument in arguments:
         key, sep, value = argument.partition("=")
@@ -113,7 +138,7 @@ def parse_arguments(arguments: Sequence[str]) -> SamplingConfig:
         if key in PATH_KEYS:
             if not value.strip():
                 raise UsageError(f"{key}: empty path")
-            values[key] = Path(value)
+            values[key] = parse_location(value) if key == "tokenized_path" else Path(value)
         elif key in INT_KEYS:
             try:
                 values[key] = int(value.strip())
@@ -127,10 +152,7 @@ def parse_arguments(arguments: Sequence[str]) -> SamplingConfig:
         else:
             known = ", ".join((*PATH_KEYS, *INT_KEYS, *BOOL_KEYS))
             raise UsageError(f"unknown key {key!r} (known keys: {known})")
-    try:
-        return make_config(**values)
-    except SamplingError as exc:
-        raise UsageError(str(exc)) from None
+    return values
 
 
 def _warn(message: str) -> None:
@@ -153,11 +175,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(USAGE)
         return 0
     try:
-        config = parse_arguments(arguments)
-    except UsageError as exc:
+        values = parse_values(arguments)
+    except (UsageError, ValueError) as exc:
         return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
+    tokenized = values["tokenized_path"]
+    tokenizer = None
+    if isinstance(tokenized, ObjectRoot) and values["tokenizer_path"] is None:
+        tokenizer = settings.stage_root(settings.TOKENIZER_ROOT_ENV, "tokenizer")
     try:
-        result = sample_tokenized(config, progress=True, warn=_warn, log=_log)
+        with readable_tokenized(tokenized, tokenizer, _log) as (local, shipped):
+            values["tokenized_path"] = local
+            if shipped is not None:
+                values["tokenizer_path"] = shipped
+            try:
+                config = _config(values)
+            except UsageError as exc:
+                return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
+            result = sample_tokenized(config, progress=True, warn=_warn, log=_log)
     except SamplingError as exc:
         return _fail(str(exc), 1)
     except OSError as exc:

@@ -44,10 +44,7 @@ class DataPaths(dg.ConfigurableResource):
         )
 
     def _location(self, given: str | None, name: str) -> Location:
-        if given:
-            return parse_location(given)
-        root = parse_location(self.data_root)
-        return root.join(name) if isinstance(root, ObjectRoot) else root / name
+        return parse_location(given) if given else parse_location(self.data_root) / name
 
     @property
     def cleaned_location(self) -> Location:

@@ -7,7 +7,6 @@ sensor compares against.
 """
 
 import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -15,9 +14,6 @@ import dagster as dg
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.build_record import is_current, read_record, write_record
 from hrm_assets.common.hashing import listing_sha256, value_sha256
-from hrm_assets.common.object_mirror import mirror_tree
-from hrm_assets.common.settings import TOKENIZER_JSON
-from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
@@ -182,28 +178,12 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
     return sampled
 
 
-@contextlib.contextmanager
-def tokenized_input(data_paths: DataPaths, log) -> Iterator[tuple[Path, Path | None]]:
-    """The tokenized root to sample from, and the tokenizer to ship (None: the one
-    ``tokenizer_info.json`` records). On disk: the root itself. In object storage: the local
-    working copy, refreshed first (every complete folder; only objects whose ETag changed are
-    downloaded) and held under its lock while the sampler reads it; the tokenizer from its own
-    working copy."""
-    tokenizer = None
-    if isinstance(data_paths.tokenizer_location, ObjectRoot):
-        mirror_tree(data_paths.tokenizer_location, select=lambda name: name == TOKENIZER_JSON)
-        tokenizer = data_paths.tokenizer_json
-    location = data_paths.tokenized_location
-    if not isinstance(location, ObjectRoot):
-        yield data_paths.tokenized_root, tokenizer
-        return
-    from hrm_assets.tokenization.remote import mirror_lock, mirror_tokenized
+def tokenized_input(data_paths: DataPaths, log) -> contextlib.AbstractContextManager:
+    """The tokenized root to sample from and the tokenizer to ship, as
+    :func:`hrm_assets.sampling.remote_input.readable_tokenized` gives them for these paths."""
+    from hrm_assets.sampling.remote_input import readable_tokenized
 
-    local = data_paths.tokenized_root
-    with mirror_lock(local):
-        mirror_tokenized(location, local)
-        log(f"tokenized folders of {location} refreshed into {local}")
-        yield local, tokenizer
+    return readable_tokenized(data_paths.tokenized_location, data_paths.tokenizer_location, log)
 
 
 SAMPLED_ASSETS = [build_sampled_asset(node) for node in load_training_nodes()]
