@@ -126,21 +126,8 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         version = _content_version(cleaned_root, outputs)
         if not unchanged:
             write_record(record_path, inputs, version, report=summary)
-        added, removed = sync_partitions(
-            context.instance, spec, cleaned_root, data_paths.tokenized_root, outputs
-        )
-        if added or removed:
-            context.log.info(f"tokenized partitions: +{len(added)} -{len(removed)}")
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(version),
-            metadata={
-                **cleaning_metadata(summary),
-                "content_sha256": version,
-                "raw_version": observation.version,
-                "rebuilt": not unchanged,
-            },
-            check_results=[rows_valid_result(outputs)],
-        )
+        _sync_partitions(context, spec, cleaned_root, data_paths.tokenized_root, outputs)
+        return _result(version, summary, observation.version, unchanged, rows_valid_result(outputs))
 
     return cleaned
 
@@ -207,21 +194,43 @@ def clean_into_object_storage(
         store.put_bytes(record_key, record_text.encode("utf-8"))
         remote = RemoteCleaned.scan(location)
     outputs = files_of_source(spec, remote.local, remote.files())
-    added, removed = sync_partitions(
-        context.instance, spec, remote.local, data_paths.tokenized_location, outputs
+    _sync_partitions(context, spec, remote.local, data_paths.tokenized_location, outputs)
+    return _result(
+        version,
+        summary,
+        observation.version,
+        unchanged,
+        rows_valid_from_summary(rows_valid),
+        location=str(location),
     )
+
+
+def _sync_partitions(context, spec: SourceSpec, cleaned_root: Path, tokenized_at, outputs) -> None:
+    """A tokenized partition for each of the source's cleaned files, and none for files gone."""
+    added, removed = sync_partitions(context.instance, spec, cleaned_root, tokenized_at, outputs)
     if added or removed:
         context.log.info(f"tokenized partitions: +{len(added)} -{len(removed)}")
+
+
+def _result(
+    version: str,
+    summary: dict,
+    raw_version: str,
+    unchanged: bool,
+    rows_valid: dg.AssetCheckResult,
+    **extra_metadata,
+) -> dg.MaterializeResult:
+    """The cleaned asset's record: its content version, the cleaning figures and the check."""
     return dg.MaterializeResult(
         data_version=dg.DataVersion(version),
         metadata={
             **cleaning_metadata(summary),
             "content_sha256": version,
-            "raw_version": observation.version,
+            "raw_version": raw_version,
             "rebuilt": not unchanged,
-            "location": str(location),
+            **extra_metadata,
         },
-        check_results=[rows_valid_from_summary(rows_valid)],
+        check_results=[rows_valid],
     )
 
 
