@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 _CHUNK = 1 << 20
 
@@ -22,11 +22,19 @@ def file_sha256(path: Path) -> str:
 def tree_sha256(root: Path, files: Iterable[Path] | None = None) -> str:
     """Hash over sorted relative names, sizes and content digests of files under ``root``."""
     root = Path(root)
-    paths = sorted(files if files is not None else (p for p in root.rglob("*") if p.is_file()))
+    paths = files if files is not None else (p for p in root.rglob("*") if p.is_file())
+    return entries_sha256(
+        (Path(path).relative_to(root).as_posix(), Path(path).stat().st_size, file_sha256(path))
+        for path in paths
+    )
+
+
+def entries_sha256(entries: Iterable[tuple[str, int, str]]) -> str:
+    """:func:`tree_sha256` of files known by ``(relative POSIX name, size, SHA-256)``: the
+    formula once, for files on disk and for objects whose digests are stored with them."""
     digest = hashlib.sha256()
-    for path in paths:
-        rel = Path(path).relative_to(root).as_posix()
-        digest.update(f"{rel}\0{Path(path).stat().st_size}\0{file_sha256(path)}\n".encode())
+    for relative, size, sha256 in sorted(entries, key=lambda entry: PurePosixPath(entry[0])):
+        digest.update(f"{relative}\0{size}\0{sha256}\n".encode())
     return digest.hexdigest()
 
 

@@ -25,14 +25,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
+from hrm_assets.common.hashing import entries_sha256, file_sha256
 
 SHA256_METADATA = "sha256"  # stored as x-amz-meta-sha256
 # Protocols whose filesystem we write to; the others are read (raw data) only.
@@ -296,8 +296,8 @@ class ObjectStore:
         a rename), with ``mtime`` as its modification time when given."""
         destination = Path(destination)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=destination.parent)
-        os.close(handle)
+        # The project's temporary names (readable modes, cleaned as leftovers after a crash).
+        temporary = create_temporary_file(destination.parent, f"{TMP_PREFIX}{destination.name}.")
         try:
             with named_errors(self.root, f"downloading {self.root.join(relative)}"):
                 self.fs.get_file(self._path(relative), temporary)
@@ -305,7 +305,7 @@ class ObjectStore:
                 os.utime(temporary, (mtime, mtime))
             os.replace(temporary, destination)
         except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
             raise
 
     def put_bytes(self, relative: str, data: bytes) -> str:
@@ -338,13 +338,13 @@ def remote_tree_sha256(infos: Iterable[ObjectInfo], strip: str = "") -> str:
     """:func:`hrm_assets.common.hashing.tree_sha256` of objects, from their stored SHA-256 and
     listed size instead of their bytes: the same value a local tree of the same files gives.
     ``strip`` is a relative prefix removed from each name (the tree's root)."""
-    digest = hashlib.sha256()
-    for info in sorted(infos, key=lambda item: PurePosixPath(item.relative)):
+    entries = []
+    for info in infos:
         if info.sha256 is None:
             raise ValueError(f"{info.relative}: no stored SHA-256 (not written by hrm-data)")
         relative = info.relative[len(strip) :] if strip else info.relative
-        digest.update(f"{relative}\0{info.size}\0{info.sha256}\n".encode())
-    return digest.hexdigest()
+        entries.append((relative, info.size, info.sha256))
+    return entries_sha256(entries)
 
 
 def storage_options(root: ObjectRoot) -> dict[str, str]:

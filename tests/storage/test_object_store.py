@@ -120,6 +120,22 @@ def test_the_working_copy_downloads_only_changed_objects(s3_bucket, tmp_path, mo
     assert (third.local / "x" / "b.jsonl").read_bytes() == b"B\n"
 
 
+def test_downloads_are_as_readable_as_any_file_written_here(s3_bucket, tmp_path, monkeypatch):
+    """A working copy's files get the modes of the project's own temporary files (0666 masked
+    by the umask, not mkstemp's 0600): a training job running as another user reads the
+    tokenizer the sampler ships from it. No temporary is left beside them."""
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    root = ObjectRoot.parse(f"s3://{s3_bucket}/tokenizer")
+    ObjectStore(root).put_bytes("tokenizer.json", b"{}")
+    old_umask = os.umask(0o022)
+    try:
+        local = mirror_tree(root).local
+    finally:
+        os.umask(old_umask)
+    assert (local / "tokenizer.json").stat().st_mode & 0o777 == 0o644
+    assert sorted(path.name for path in local.iterdir()) == ["tokenizer.json"]
+
+
 @pytest.fixture(scope="module")
 def authenticating_server(tmp_path_factory):
     """A second server that checks signatures: an IAM user's key is created while it does not
