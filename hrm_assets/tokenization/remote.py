@@ -50,17 +50,18 @@ from hrm_assets.common.storage import (
 from hrm_assets.tokenization.framing import tokenizer_info_json
 from hrm_assets.tokenization.partitioning import relative_paths_for
 from hrm_assets.tokenization.tokenize import (
-    _VERSION_FIELDS,
     ARRAY_FILES,
     CHUNK_FILES,
-    CODE_VERSION,
     METADATA_FILE,
     OWNER_MARKER,
     ForeignOutputError,
     TokenizeFailure,
     TokenizeOutcome,
     TokenizerSetup,
-    data_version,
+    expected_metadata,
+    records_version,
+    refreshed_metadata_text,
+    reused_outcome,
 )
 
 
@@ -214,24 +215,7 @@ def _expected_metadata(cleaned: CleanedFile, info: ObjectInfo, setup: TokenizerS
             f"{cleaned.relative}: the cleaned object has no stored SHA-256 (x-amz-meta-sha256); "
             "rematerialize its cleaned asset"
         )
-    return {
-        "source_mtime": int(info.last_modified),
-        "source_size": info.size,
-        "source_sha256": info.sha256,
-        "source_path": cleaned.relative,
-        "tokenizer_sha256": setup.tokenizer_sha256,
-        "framing": setup.framing_sha256,
-        "code_version": CODE_VERSION,
-        "data_version": data_version(info.sha256, setup),
-    }
-
-
-def _reusable(metadata: dict | None, expected: dict) -> bool:
-    return (
-        metadata is not None
-        and all(metadata.get(key) == expected[key] for key in _VERSION_FIELDS)
-        and all(isinstance(metadata.get(key), int) for key in ("rows", "tokens"))
-    )
+    return expected_metadata(cleaned.relative, info.size, info.last_modified, info.sha256, setup)
 
 
 def _load_json(data: bytes | None) -> dict | None:
@@ -240,6 +224,34 @@ def _load_json(data: bytes | None) -> dict | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _current_metadata(
+    out: RemoteTokenized, folders: dict[str, dict[str, ObjectInfo]], names: list[str]
+) -> dict[str, dict | None | OSError]:
+    """Each named folder's ``metadata.json`` if the folder is complete (else None), or the
+    error reading it: manifests, then metadata, fetched several at once (a no-op over
+    thousands of folders is then a few round trips deep, not two per folder)."""
+
+    def fetch(relative: str) -> bytes | None | OSError:
+        try:
+            return out.store.get_bytes(relative)
+        except OSError as error:
+            return error
+
+    owned = [name for name in names if OWNER_MARKER in folders.get(name, {})]
+    manifests = _map(fetch, [f"{name}/{MANIFEST_FILE}" for name in owned])
+    found: dict[str, dict | None | OSError] = dict.fromkeys(names)
+    complete = []
+    for name, manifest in zip(owned, manifests, strict=True):
+        if isinstance(manifest, OSError):
+            found[name] = manifest
+        elif complete_manifest(folders[name], manifest):
+            complete.append(name)
+    metadata = _map(fetch, [f"{name}/{METADATA_FILE}" for name in complete])
+    for name, data in zip(complete, metadata, strict=True):
+        found[name] = data if isinstance(data, OSError) else _load_json(data)
+    return found
 
 
 def tokenize_remote(
@@ -255,39 +267,26 @@ def tokenize_remote(
     setup.encoder()
     heads = cleaned.heads(files)
     folders = out.folders()
+    ordered = sorted(files, key=lambda item: item.safe_name)
+    currents = _current_metadata(out, folders, [item.safe_name for item in ordered])
     planned: list[tuple[CleanedFile, dict]] = []
-    for item in sorted(files, key=lambda item: item.safe_name):
+    for item in ordered:
+        current = currents[item.safe_name]
         try:
-            folder = folders.get(item.safe_name, {})
-            refuse_foreign_remote(out.root, item.safe_name, folder)
+            refuse_foreign_remote(out.root, item.safe_name, folders.get(item.safe_name, {}))
             expected = _expected_metadata(item, heads[item.relative], setup)
-            current = None
-            if complete_manifest(folder, out.store.get_bytes(f"{item.safe_name}/{MANIFEST_FILE}")):
-                current = _load_json(out.store.get_bytes(f"{item.safe_name}/{METADATA_FILE}"))
+            if isinstance(current, OSError):
+                raise current
         except (ValueError, OSError) as error:
             yield TokenizeFailure(item.safe_name, error)
             continue
-        if not _reusable(current, expected):
+        if not records_version(current, expected):
             planned.append((item, expected))
             continue
-        stale = {key: value for key, value in expected.items() if current.get(key) != value}
-        if stale:
-            # Same content, new time or path: keep data_io's fields truthful (one PUT).
-            text = json.dumps(
-                {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-            )
-            out.store.put_bytes(f"{item.safe_name}/{METADATA_FILE}", text.encode("utf-8"))
-        yield TokenizeOutcome(
-            safe_name=item.safe_name,
-            skipped=True,
-            rows=current["rows"],
-            tokens=current["tokens"],
-            bytes=heads[item.relative].size,
-            data_version=expected["data_version"],
-            output_dir=None,  # type: ignore[arg-type]
-            text_bytes=current.get("text_bytes", 0),
-            nulls=current.get("nulls", 0),
-        )
+        refreshed = refreshed_metadata_text(current, expected)
+        if refreshed is not None:
+            out.store.put_bytes(f"{item.safe_name}/{METADATA_FILE}", refreshed.encode("utf-8"))
+        yield reused_outcome(item.safe_name, current, expected, None)
     if planned:
         yield from _write_planned(planned, cleaned, out, setup, threads)
 

@@ -199,11 +199,7 @@ def read_metadata(folder: Path) -> dict | None:
 def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
     """The folder's metadata if the folder is complete, ours, and of the expected version."""
     metadata = read_metadata(folder)
-    if metadata is None or not (folder / OWNER_MARKER).is_file():
-        return None
-    if any(metadata.get(key) != expected[key] for key in _VERSION_FIELDS):
-        return None
-    if not all(isinstance(metadata.get(key), int) for key in ("rows", "tokens")):
+    if not records_version(metadata, expected) or not (folder / OWNER_MARKER).is_file():
         return None
     if not all((folder / name).is_file() for name in ARRAY_FILES):
         return None
@@ -211,6 +207,65 @@ def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
     if not sizes_match(folder) or sorted(read_manifest(folder)["files"]) != sorted(ARRAY_FILES):
         return None
     return metadata
+
+
+def expected_metadata(
+    source_path: str,
+    source_size: int,
+    source_mtime: float,
+    source_sha256: str,
+    setup: TokenizerSetup,
+) -> dict:
+    """The ``metadata.json`` fields a folder written now from this cleaned file records
+    (before the encoder adds its counts); on disk and in object storage alike."""
+    return {
+        "source_mtime": int(source_mtime),
+        "source_size": source_size,
+        "source_sha256": source_sha256,
+        "source_path": source_path,
+        "tokenizer_sha256": setup.tokenizer_sha256,
+        "framing": setup.framing_sha256,
+        "code_version": CODE_VERSION,
+        "data_version": data_version(source_sha256, setup),
+    }
+
+
+def records_version(metadata: dict | None, expected: dict) -> bool:
+    """Whether a folder's metadata records the expected versions and its counts: its arrays
+    are those a write now would give (whether they are complete is the caller's to check)."""
+    return (
+        metadata is not None
+        and all(metadata.get(key) == expected[key] for key in _VERSION_FIELDS)
+        and all(isinstance(metadata.get(key), int) for key in ("rows", "tokens"))
+    )
+
+
+def refreshed_metadata_text(current: dict, expected: dict) -> str | None:
+    """``metadata.json`` of a reused folder with data_io's source fields made true again (same
+    content, new time or path), or None when nothing changed."""
+    stale = {key: value for key, value in expected.items() if current.get(key) != value}
+    if not stale:
+        return None
+    return json.dumps(
+        {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def reused_outcome(
+    safe_name: str, current: dict, expected: dict, output_dir: Path | None
+) -> TokenizeOutcome:
+    """The outcome of a folder kept as it is (``current``: its metadata)."""
+    return TokenizeOutcome(
+        safe_name=safe_name,
+        skipped=True,
+        rows=current["rows"],
+        tokens=current["tokens"],
+        bytes=expected["source_size"],
+        data_version=expected["data_version"],
+        output_dir=output_dir,  # type: ignore[arg-type]
+        text_bytes=current.get("text_bytes", 0),
+        nulls=current.get("nulls", 0),
+    )
 
 
 class ForeignOutputError(ValueError):
@@ -399,41 +454,16 @@ def _reuse_or_plan(
     ``folder`` holds something this tool did not write."""
     refuse_foreign(folder)
     stat = cleaned.path.stat()
-    source_sha256 = file_sha256(cleaned.path)
-    version = data_version(source_sha256, setup)
-    metadata = {
-        "source_mtime": int(stat.st_mtime),
-        "source_size": stat.st_size,
-        "source_sha256": source_sha256,
-        "source_path": cleaned.relative,
-        "tokenizer_sha256": setup.tokenizer_sha256,
-        "framing": setup.framing_sha256,
-        "code_version": CODE_VERSION,
-        "data_version": version,
-    }
+    metadata = expected_metadata(
+        cleaned.relative, stat.st_size, stat.st_mtime, file_sha256(cleaned.path), setup
+    )
     current = _reusable_metadata(folder, metadata)
     if current is None:
         return metadata, stat.st_size
-    stale = {k: v for k, v in metadata.items() if current.get(k) != v}
-    if stale:
-        # Same content, new mtime (or path): keep data_io's fields truthful.
-        atomic_write_text(
-            folder / METADATA_FILE,
-            json.dumps(
-                {**current, **stale}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-            ),
-        )
-    return TokenizeOutcome(
-        safe_name=cleaned.safe_name,
-        skipped=True,
-        rows=current["rows"],
-        tokens=current["tokens"],
-        bytes=stat.st_size,
-        data_version=version,
-        output_dir=folder,
-        text_bytes=current.get("text_bytes", 0),
-        nulls=current.get("nulls", 0),
-    )
+    refreshed = refreshed_metadata_text(current, metadata)
+    if refreshed is not None:
+        atomic_write_text(folder / METADATA_FILE, refreshed)
+    return reused_outcome(cleaned.safe_name, current, metadata, folder)
 
 
 def write_tokenizer_info(
