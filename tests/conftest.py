@@ -97,3 +97,15 @@ def s3_bucket(s3_server, monkeypatch) -> str:
     for name, value in s3_server.environment().items():
         monkeypatch.setenv(name, value)
     return s3_server.create_bucket()
+
+
+@pytest.fixture(scope="module")
+def encoder(small_tokenizer_path):
+    """The Rust encoder of the small tokenizer, with data_io's framing."""
+    from hrm_assets import _core
+    from hrm_assets.tokenization.framing import Framing
+
+    framing = Framing()
+    return _core.Encoder(
+        str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
+    )

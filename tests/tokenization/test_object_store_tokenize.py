@@ -18,20 +18,11 @@ from support.tokenizer_reference import gsm8k_rows, write_jsonl, write_parquet
 
 from hrm_assets import _core
 from hrm_assets.cleaning.rows import RowError
-from hrm_assets.tokenization.framing import Framing
 
 FOLDER_FILES = sorted(
     [*_core.ARRAY_FILES, _core.METADATA_FILE, _core.MANIFEST_FILE, _core.OWNER_MARKER]
 )
 METADATA = json.dumps({"source": "gsm8k_train", "format_version": _core.FORMAT_VERSION})
-
-
-@pytest.fixture(scope="module")
-def encoder(small_tokenizer_path) -> _core.Encoder:
-    framing = Framing()
-    return _core.Encoder(
-        str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
-    )
 
 
 @pytest.fixture(scope="module")

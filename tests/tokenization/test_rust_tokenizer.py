@@ -35,14 +35,6 @@ from hrm_assets.tokenization.framing import DEFAULT_CONDITIONS, Framing
 
 
 @pytest.fixture(scope="module")
-def encoder(small_tokenizer_path) -> _core.Encoder:
-    framing = Framing()
-    return _core.Encoder(
-        str(small_tokenizer_path), framing.boq, framing.eoq, framing.eoa, framing.conditions
-    )
-
-
-@pytest.fixture(scope="module")
 def tricky_rows() -> list[dict]:
     rows = []
     for text in TRICKY_TEXTS:
