@@ -413,7 +413,12 @@ class CommandRun:
 
 def run_command(command: Sequence[str], env: dict[str, str], cwd: Path = REPO_ROOT) -> CommandRun:
     """Run ``command`` to completion; its output goes to temporary files (never a pipe that
-    could fill up), of which the end of stderr is kept."""
+    could fill up), of which the end of stderr is kept.
+
+    Dirty pages are written out first: the tokenizer's one ``syncfs`` per chunk flushes every
+    writer's unwritten data on the filesystem, so without this a command would also pay for
+    the earlier one's (the baseline leaves some 400 MB unsynced)."""
+    os.sync()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(list(command), env=env, cwd=cwd, stdout=out, stderr=err)
