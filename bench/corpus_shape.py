@@ -37,6 +37,14 @@ commands, which covers their step subprocesses):
    own data root, since cleaning a source replaces that source's files), after a first build,
    against the same no-op under the in-process executor;
 5. ``cleaned_files_sensor`` and the automation sensor ticking over the corpus.
+
+**Fair timing.** Dirty pages are written out before each timed command (the tokenizer's
+``syncfs`` per chunk would otherwise also flush what the command before left unwritten), and no
+timed command writes right after thousands of files were removed from its filesystem: ext4's
+inode allocator then checks each candidate inode for a recent deletion (``recently_deleted``
+under ``ext4_create``), about a third of the CPU of a CLI run measured with ``perf`` after an
+earlier output was removed. So each build writes into a folder of its own, and work folders
+are removed at the end.
 """
 
 from __future__ import annotations
@@ -689,6 +697,7 @@ class CorpusShapeResult:
     partitions: int
     dagster: DagsterBuild
     one_command: DagsterBuild
+    floor: dict
     automation: dict
     cleaned: dict
 
@@ -1028,12 +1037,14 @@ def measure_dagster_build(
 def measure_one_command_build(
     data_root: Path, home: Path, cli_out: Path, files: int, log: Log
 ) -> DagsterBuild:
-    """``hrm-materialize-tokenized`` twice (first build, no-op) in a fresh instance, after
-    the tokenized root of the per-source commands is removed and the files registered again
-    by ``cleaned_files_sensor``."""
-    shutil.rmtree(data_root / "tokenized")
+    """``hrm-materialize-tokenized`` twice (first build, no-op) in a fresh instance and a
+    fresh tokenized root, after the files are registered again by ``cleaned_files_sensor``."""
     prepare_instance(home)
-    env = dagster_env(data_root, home)
+    from hrm_assets.common.settings import TOKENIZED_ROOT_ENV
+
+    # A tokenized root of its own, not the per-source build's removed (module docstring).
+    tokenized = home.parent / "tokenized-one-command"
+    env = {**dagster_env(data_root, home), TOKENIZED_ROOT_ENV: str(tokenized)}
     run_child("bench.dagster_overhead", ["sensor", files], env)
     build = DagsterBuild(available=True)
     command = console_script(
@@ -1044,13 +1055,35 @@ def measure_one_command_build(
     build.first_seconds, build.first_peak_rss_bytes = first.seconds, first.peak_rss_bytes
     recorded = _child("partitions", [], env)["sources"]
     build.materialized = sum(entry["materialized"] for entry in recorded.values())
-    build.differing = differing_from_cli(cli_out, data_root / "tokenized")
+    build.differing = differing_from_cli(cli_out, tokenized)
     log("corpus shape: no-op build of every tokenized source in one command")
-    before = array_mtimes(data_root / "tokenized")
+    before = array_mtimes(tokenized)
     noop = run_or_raise(command, env)
     build.noop_seconds, build.noop_peak_rss_bytes = noop.seconds, noop.peak_rss_bytes
-    build.noop_rewritten = rewritten_since(before, data_root / "tokenized")
+    build.noop_rewritten = rewritten_since(before, tokenized)
     return build
+
+
+FLOOR_COMMAND_REPEATS = 3
+
+
+def measure_dagster_floor(home: Path, partitions: int, log: Log) -> dict:
+    """``bench/dagster_floor.py``'s two figures in a fresh instance: the least a ``dagster asset
+    materialize`` costs (best of :data:`FLOOR_COMMAND_REPEATS`) and one run recording
+    ``partitions`` new partitions as the tokenized step does, with no work."""
+    prepare_instance(home)
+    env = child_env({"DAGSTER_HOME": str(home)})
+    log("corpus shape: Dagster's floor (a command whose step does nothing; the records alone)")
+    command = [*materialize_command('key:"floor/one"'), "--partition", "only"]
+    command[command.index(DEFINITIONS_MODULE)] = "bench.dagster_floor"
+    runs = [run_or_raise(command, env) for _ in range(FLOOR_COMMAND_REPEATS)]
+    records = run_child("bench.dagster_floor", ["records", partitions], {"DAGSTER_HOME": str(home)})
+    return {
+        "command_seconds": min(run.seconds for run in runs),
+        "records_seconds": records["seconds"],
+        "records_partitions": records["partitions"],
+        "records_recorded": records["recorded"],
+    }
 
 
 def measure_cleaned_noop(work: Path, sources: Sequence[str], log: Log) -> dict:
@@ -1137,7 +1170,6 @@ def run_corpus_shape_benchmark(
         if not cli_first.ok:
             raise RuntimeError(f"hrm-tokenize failed:\n{cli_first.stderr_tail}")
         cli_differing = differing_folders(baseline_out, cli_out, names)
-        shutil.rmtree(baseline_out)
         log(f"corpus shape: CLI {cli_first.seconds:.1f} s; CLI no-op run and skip checks")
         cli_noop = run_command(tokenize_command(cleaned_root, cli_out, tokenizer), child_env())
         skip_checks = _child("skip-checks", [cleaned_root, cli_out, tokenizer], {})
@@ -1154,6 +1186,7 @@ def run_corpus_shape_benchmark(
         one_command = measure_one_command_build(
             data_root, work / "home-one-command", cli_out, corpus["files"], log
         )
+        floor = measure_dagster_floor(work / "home-floor", corpus["files"], log)
         log("corpus shape: automation sensor ticks")
         automation = _child("automation", [], dagster_env(data_root, home))
         cleaned = measure_cleaned_noop(work / "cleaned-noop", cleaned_sources, log)
@@ -1173,6 +1206,7 @@ def run_corpus_shape_benchmark(
             partitions=sum(e["partitions"] for e in registered["sources"].values()),
             dagster=dagster,
             one_command=one_command,
+            floor=floor,
             automation=automation,
             cleaned=cleaned,
         )

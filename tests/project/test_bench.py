@@ -315,6 +315,9 @@ def test_corpus_shape_stage_reports_every_figure(corpus_report):
     one = figures["one_command"]
     assert one["materialized"] == files and one["differing"] == [] and one["noop_rewritten"] == 0
     assert one["first_seconds"] > 0 and one["noop_seconds"] > 0
+    floor = figures["floor"]  # Dagster with no work: every partition recorded, a command timed
+    assert floor["records_partitions"] == floor["records_recorded"] == files
+    assert floor["records_seconds"] > 0 and floor["command_seconds"] > 0
 
 
 def test_corpus_shape_ratios_are_real_numbers_with_targets(corpus_report):
