@@ -87,11 +87,12 @@ def records(
     instance = context.instance
     tags = version_tags(instance, [], "floor")
     with grouped_records(instance):
+        keys = context.partition_keys  # a query per call
         pending: list[str] = []
-        for key in context.partition_keys:
+        for index, key in enumerate(keys, start=1):
             yield materialization(RECORDS_KEY, _outcome(key), tags)
             pending.append(key)
-            if len(pending) == LOOKUP_BATCH or key == context.partition_keys[-1]:
+            if len(pending) == LOOKUP_BATCH or index == len(keys):
                 targets = latest_materialization_targets(instance, RECORDS_KEY, pending)
                 for done in pending:
                     for name in CHECK_NAMES:
