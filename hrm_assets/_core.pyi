@@ -188,6 +188,19 @@ def read_npy_header(
     parser reads those). The data's length is not checked. ``OSError`` (with errno and
     filename) if the file cannot be read."""
 
+def scan_arrays(
+    paths: list[str | PathLike[str]],
+    num_threads: int | None = None,
+) -> list[tuple[int, str, str | None, int | None, int | None] | OSError]:
+    """Read each file of ``paths`` once, in parallel on ``num_threads`` threads (None: one per
+    core) without the GIL (``rust_tokenizer/src/scan.rs``). Each slot holds ``(size in bytes,
+    SHA-256 hex, descr, length, largest value)``: the last three are None unless the file is a
+    version 1.0 ``.npy`` of a 1-D integer array as ``numpy.save`` or data_io's ``ndarray-npy``
+    write it (``descr`` as its header spells it, for ``numpy.dtype``) holding all the data its
+    header announces, and the largest value is None for an empty array. A file that cannot be
+    read gets, in its slot, the ``OSError`` its read raised (with errno and filename); the
+    other files are still read."""
+
 def write_epoch_arrays(
     output_dir: str | PathLike[str],
     fields: list[tuple[str, object]],

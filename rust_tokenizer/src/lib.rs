@@ -6,6 +6,8 @@
 //! - [`storage`]: local paths and `s3://` objects (Apache Arrow's `object_store`), the IO runtime;
 //! - [`sample`]: the sampler's Philox draw, its `epoch_<n>/` arrays, span table and token copy;
 //! - [`npy`]: the `.npy` headers, element types and writers both stages use;
+//! - [`scan`]: one read of each file of an output folder for its checks (size, SHA-256 and a
+//!   plain array's length and largest value);
 //! - [`error`]: the one error type.
 //!
 //! These are plain Rust, tested with `cargo test`. The PyO3 layer (`python`, compiled only with
@@ -14,6 +16,7 @@
 pub mod error;
 pub mod npy;
 pub mod sample;
+pub mod scan;
 pub mod storage;
 pub mod tokenize;
 

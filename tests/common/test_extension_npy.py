@@ -1,10 +1,12 @@
 """``hrm_assets._core.read_npy_header`` against numpy: the headers of the two styles the
 project reads (``numpy.save``'s and data_io's ``ndarray-npy``'s) give numpy's own reading of
-them; any other header is left to numpy (None)."""
+them; any other header is left to numpy (None). ``hrm_assets._core.scan_arrays`` against
+hashlib and numpy: one read of each file gives its size, SHA-256 and a plain array's figures."""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -114,3 +116,46 @@ def test_an_unreadable_file_raises_oserror_naming_it(tmp_path):
     assert raised.value.filename == str(missing)
     with pytest.raises(IsADirectoryError):
         _core.read_npy_header(tmp_path)
+
+
+def test_a_scan_gives_size_digest_and_a_plain_arrays_figures(tmp_path):
+    paths, expected = [], []
+    for index, array in enumerate(ARRAYS):
+        path = tmp_path / f"a{index}.npy"
+        np.save(path, array)
+        if index % 2:
+            as_ndarray_npy(path)
+        data = path.read_bytes()
+        top = int(array.max()) if len(array) else None
+        paths.append(str(path))
+        expected.append(
+            (len(data), hashlib.sha256(data).hexdigest(), array.dtype.str, len(array), top)
+        )
+    other = tmp_path / "metadata.json"
+    other.write_text("{}")
+    paths.append(other)
+    expected.append((2, hashlib.sha256(b"{}").hexdigest(), None, None, None))
+    for threads in (None, 1, 3):
+        assert _core.scan_arrays(paths, threads) == expected
+
+
+@pytest.mark.parametrize("cut", [1, 4, 100])
+def test_a_truncated_array_has_no_figures(tmp_path, cut):
+    path = tmp_path / "t.npy"
+    np.save(path, np.arange(10, dtype="<u4"))
+    data = path.read_bytes()[:-cut]
+    path.write_bytes(data)
+    assert _core.scan_arrays([path]) == [
+        (len(data), hashlib.sha256(data).hexdigest(), None, None, None)
+    ]
+
+
+def test_an_unreadable_file_is_an_oserror_in_its_slot(tmp_path):
+    present = tmp_path / "a.npy"
+    np.save(present, np.arange(3, dtype="<u8"))
+    missing = tmp_path / "missing.npy"
+    first, gone, directory, last = _core.scan_arrays([present, missing, tmp_path, present])
+    assert first == last and first[2:] == ("<u8", 3, 2)
+    assert isinstance(gone, FileNotFoundError)
+    assert (gone.errno, gone.filename) == (errno.ENOENT, str(missing))
+    assert isinstance(directory, IsADirectoryError)

@@ -6,7 +6,8 @@
 //! - [`tokenize`] binds the `Encoder` class and the file names of a tokenized folder;
 //! - [`sample`] binds `philox_permutation`, `write_epoch_arrays`, `read_span_columns` and
 //!   `concatenate_token_arrays`;
-//! - [`npy`] binds `read_npy_header`.
+//! - [`npy`] binds `read_npy_header` and `scan_arrays` (the files of output folders, read once
+//!   for their checks).
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
 //! compiled module by `tests/project/test_extension_stub.py`).

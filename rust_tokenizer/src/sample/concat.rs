@@ -149,6 +149,55 @@ fn cast_portable(raw: &[u8], source: IntType, target: IntType, out: &mut [u8]) -
     }
 }
 
+#[inline(always)]
+fn max_of<S: Element, const BIG: bool>(raw: &[u8]) -> Option<i128> {
+    let max = raw
+        .chunks_exact(S::SIZE)
+        .fold(S::MIN, |max, chunk| max.max(S::decode::<BIG>(chunk)));
+    (raw.len() >= S::SIZE).then(|| max.wide())
+}
+
+/// The largest element of `raw` (whole elements of `element`; a cut last one is ignored), or
+/// `None` when it holds none: the figure [`cast`] returns, without the copy.
+pub(crate) fn max_value(raw: &[u8], element: IntType) -> Option<i128> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { max_value_avx2(raw, element) };
+    }
+    max_value_portable(raw, element)
+}
+
+/// As [`cast_avx2`]: the default x86-64 target has no unsigned 32-bit max.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn max_value_avx2(raw: &[u8], element: IntType) -> Option<i128> {
+    max_value_portable(raw, element)
+}
+
+#[inline(always)]
+fn max_value_portable(raw: &[u8], element: IntType) -> Option<i128> {
+    macro_rules! by_order {
+        ($t:ty) => {
+            if element.big_endian {
+                max_of::<$t, true>(raw)
+            } else {
+                max_of::<$t, false>(raw)
+            }
+        };
+    }
+    match (element.signed, element.size) {
+        (false, 1) => by_order!(u8),
+        (true, 1) => by_order!(i8),
+        (false, 2) => by_order!(u16),
+        (true, 2) => by_order!(i16),
+        (false, 4) => by_order!(u32),
+        (true, 4) => by_order!(i32),
+        (false, _) => by_order!(u64),
+        (true, _) => by_order!(i64),
+    }
+}
+
 struct Block {
     source: usize,
     start: u64,

@@ -191,16 +191,30 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Size and lowercase hex SHA-256 of a file's bytes, read in 1 MiB chunks.
 pub fn file_digest(path: &Path) -> Result<(u64, String)> {
+    file_digest_with(path, &mut vec![0u8; DIGEST_CHUNK], &mut |_| {})
+}
+
+/// The chunk [`file_digest`] reads at a time.
+pub const DIGEST_CHUNK: usize = 1 << 20;
+
+/// [`file_digest`] reading into `buffer` (reused across files: a fresh one costs page faults),
+/// also handing each chunk to `inspect` as it is read (in order, of any length), so that one
+/// read of the file serves the digest and whatever else needs its bytes.
+pub fn file_digest_with(
+    path: &Path,
+    buffer: &mut [u8],
+    inspect: &mut dyn FnMut(&[u8]),
+) -> Result<(u64, String)> {
     let mut file = File::open(path).at(path)?;
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
-        let read = file.read(&mut buffer).at(path)?;
+        let read = file.read(buffer).at(path)?;
         if read == 0 {
             break;
         }
         hasher.update(&buffer[..read]);
+        inspect(&buffer[..read]);
         size += read as u64;
     }
     Ok((size, hex_digest(hasher)))
