@@ -1,16 +1,19 @@
 """Consistency checks of outputs, shared by the asset checks and the tests.
 
 Each function reads an output and returns a :class:`CheckReport`: ``problems`` is empty when
-the output is sound. Arrays are memory-mapped, so checking a large folder does not load it.
+the output is sound. Arrays are streamed or memory-mapped, so checking a large folder does not
+load it; tokenized folders are checked many at once (:func:`check_tokenized_folders`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hrm_assets.common.manifest import FileScan, scan_files
 from hrm_assets.common.settings import METADATA_FILE, TOKENS_FILE
 
 if TYPE_CHECKING:
@@ -120,38 +123,189 @@ def span_problems(folder: Path) -> list[str]:
 
 
 def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
-    """Spans laid out as the tokenizer writes them (:func:`hrm_assets.sampling.span_table.
-    span_layout_problem`), ids below the vocabulary, row count as recorded, dtypes."""
+    """:func:`check_tokenized_folders` of one folder."""
+    return check_tokenized_folders([folder], vocab_size)[0]
+
+
+_TOKENIZED_ARRAYS = (TOKENS_FILE, *(f"{name}.npy" for name in SPAN_ARRAYS))
+
+
+def check_tokenized_folders(
+    folders: Sequence[Path],
+    vocab_size: int,
+    scans: Sequence[Mapping[str, FileScan]] | None = None,
+) -> list[CheckReport]:
+    """One report per tokenized folder, in order: spans laid out as the tokenizer writes them
+    (:func:`hrm_assets.sampling.span_table.span_layout_problem`), ids below the vocabulary,
+    row count as recorded, dtypes, instructions of at least two tokens.
+
+    Each array is read once by the Rust core: ``scans`` (per folder, its files already read by
+    relative name, as :func:`~hrm_assets.common.manifest.verify_folders` leaves them) give the
+    tokens' type, count and largest id, and whatever they lack is scanned here; the spans of
+    all the folders are read in one call and the span rule applied once over all their rows.
+    A folder that reader does not take (an array missing, truncated or not a plain 1-D integer
+    ``.npy``, spans of unequal lengths, ``metadata.json`` unreadable) is read with numpy
+    instead, whose messages name what is wrong; the reports are the same either way.
+    """
+    folders = [Path(folder) for folder in folders]
+    found = _scanned_arrays(folders, scans)
+    reports: list[CheckReport | None] = [None] * len(folders)
+    batch: list[tuple[int, list[FileScan], dict]] = []
+    for index, (folder, arrays) in enumerate(zip(folders, found, strict=True)):
+        try:
+            metadata = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            metadata = None
+        plain = all(isinstance(scan, FileScan) and scan.descr is not None for scan in arrays)
+        if plain and metadata is not None and len({scan.length for scan in arrays[1:]}) == 1:
+            batch.append((index, arrays, metadata))
+        else:
+            reports[index] = _check_tokenized_folder_with_numpy(folder, vocab_size)
+    for index, report in _check_plain_folders(folders, batch, vocab_size):
+        reports[index] = report
+    return reports
+
+
+def _scanned_arrays(
+    folders: list[Path], scans: Sequence[Mapping[str, FileScan]] | None
+) -> list[list[FileScan | OSError]]:
+    """Per folder, the scans of its tokens and span arrays: from ``scans`` where there, the
+    others read in one call."""
+    known = [dict(each) for each in scans] if scans is not None else [{} for _ in folders]
+    missing = [
+        (index, name)
+        for index in range(len(folders))
+        for name in _TOKENIZED_ARRAYS
+        if name not in known[index]
+    ]
+    read = scan_files([folders[index] / name for index, name in missing])
+    for (index, name), scan in zip(missing, read, strict=True):
+        known[index][name] = scan
+    return [[folder_scans[name] for name in _TOKENIZED_ARRAYS] for folder_scans in known]
+
+
+def _check_plain_folders(
+    folders: list[Path], batch: list[tuple[int, list[FileScan], dict]], vocab_size: int
+) -> Iterator[tuple[int, CheckReport]]:
+    """The reports of folders whose arrays are all plain (``batch``: index, scans of
+    ``_TOKENIZED_ARRAYS``, metadata), their spans read in one call and checked row by row in
+    one pass (:mod:`hrm_assets.sampling.span_table`)."""
     import numpy as np
 
-    folder = Path(folder)
-    report = CheckReport()
+    from hrm_assets import _core
+    from hrm_assets.sampling.span_table import (
+        bounds_of,
+        row_flags,
+        segment_sums,
+        span_layout_problem,
+    )
+
+    if not batch:
+        return
+    read = _core.read_span_columns(
+        [str(folders[index]) for index, _, _ in batch], list(SPAN_ARRAYS)
+    )
+    if read is None:  # a file changed since it was scanned: numpy reads each one
+        for index, _, _ in batch:
+            yield index, _check_tokenized_folder_with_numpy(folders[index], vocab_size)
+        return
+    columns, rows = read
+    spans = [np.frombuffer(column, dtype=np.int64) for column in columns]
+    inst_start, inst_len, resp_start, resp_len = spans
+    bounds = bounds_of(rows)
+    token_counts = np.array([arrays[0].length for _, arrays, _ in batch], dtype=np.int64)
+    flags = row_flags(*spans, bounds, token_counts)
+    bad_rows = segment_sums(flags.bad, bounds)
+    covered = segment_sums(inst_len, bounds) + segment_sums(resp_len, bounds)
+    # An unsigned length is never below 0: as int64 a value past 2**63 only looks negative.
+    signed = np.array([_dtype(arrays[2].descr).kind == "i" for _, arrays, _ in batch])
+    short_rows = (inst_len < 2) & ((inst_len >= 0) | np.repeat(signed, np.diff(bounds)))
+    shorts = segment_sums(short_rows, bounds)
+    for task, (index, arrays, metadata) in enumerate(batch):
+        tokens, token_count = arrays[0], int(token_counts[task])
+        span_problem = None
+        if bad_rows[task] or covered[task] != token_count:
+            # Only a failing folder's spans are looked at again, to name its first bad row.
+            rows_of = slice(bounds[task], bounds[task + 1])
+            span_problem = span_layout_problem(*(column[rows_of] for column in spans), token_count)
+        report = _tokenized_report(
+            folders[index].name,
+            vocab_size,
+            dtypes=[_dtype(scan.descr) for scan in arrays],
+            span_problem=span_problem,
+            rows=int(rows[task]),
+            metadata=metadata,
+            tokens=token_count,
+            max_id=tokens.max_value if tokens.max_value is not None else 0,
+            short=int(shorts[task]),
+        )
+        yield index, report
+
+
+def _check_tokenized_folder_with_numpy(folder: Path, vocab_size: int) -> CheckReport:
+    """:func:`check_tokenized_folders` of one folder, its arrays loaded by numpy (whose errors
+    name an array that cannot be read)."""
+    import numpy as np
+
     try:
         tokens = _load(folder, "tokens")
         spans = {name: _load(folder, name) for name in SPAN_ARRAYS}
         metadata = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
+        report = CheckReport()
         report.problem(f"{folder.name}: unreadable: {error}")
         return report
-    if tokens.dtype != np.dtype("<u4"):
-        report.problem(f"{folder.name}: tokens.npy has dtype {tokens.dtype}, expected <u4")
-    for name, array in spans.items():
-        if array.dtype != np.dtype("<u8"):
-            report.problem(f"{folder.name}: {name}.npy has dtype {array.dtype}, expected <u8")
-    problem = _span_problem(spans, len(tokens), sampled=False)
-    if problem is not None:
-        report.problem(f"{folder.name}: {problem}")
-    rows = len(spans["inst_start"])
+    return _tokenized_report(
+        folder.name,
+        vocab_size,
+        dtypes=[tokens.dtype, *(spans[name].dtype for name in SPAN_ARRAYS)],
+        span_problem=_span_problem(spans, len(tokens), sampled=False),
+        rows=len(spans["inst_start"]),
+        metadata=metadata,
+        tokens=len(tokens),
+        max_id=int(tokens.max()) if len(tokens) else 0,
+        short=int(np.count_nonzero(np.asarray(spans["inst_len"]) < 2)),
+    )
+
+
+def _tokenized_report(
+    name: str,
+    vocab_size: int,
+    *,
+    dtypes: list[np.dtype],
+    span_problem: str | None,
+    rows: int,
+    metadata: object,
+    tokens: int,
+    max_id: int,
+    short: int,
+) -> CheckReport:
+    """The report of tokenized folder ``name`` from its figures (``dtypes``: of tokens, then of
+    the spans in ``SPAN_ARRAYS`` order), however they were read: its messages, stated once."""
+    report = CheckReport()
+    expected = ("<u4", *("<u8" for _ in SPAN_ARRAYS))
+    for file, dtype, wanted in zip(_TOKENIZED_ARRAYS, dtypes, expected, strict=True):
+        if dtype != _dtype(wanted):
+            report.problem(f"{name}: {file} has dtype {dtype}, expected {wanted}")
+    if span_problem is not None:
+        report.problem(f"{name}: {span_problem}")
     if "rows" in metadata and metadata["rows"] != rows:
-        report.problem(f"{folder.name}: {rows} rows but metadata.json records {metadata['rows']}")
-    max_id = int(tokens.max()) if len(tokens) else 0
-    if len(tokens) and max_id >= vocab_size:
-        report.problem(f"{folder.name}: token id {max_id} >= vocab size {vocab_size}")
-    short = int(np.count_nonzero(np.asarray(spans["inst_len"]) < 2))
+        report.problem(f"{name}: {rows} rows but metadata.json records {metadata['rows']}")
+    if tokens and max_id >= vocab_size:
+        report.problem(f"{name}: token id {max_id} >= vocab size {vocab_size}")
     if short:
-        report.problem(f"{folder.name}: {short} instructions shorter than [BOQ, EOQ]")
-    report.figures.update(rows=rows, tokens=len(tokens), max_token_id=max_id)
+        report.problem(f"{name}: {short} instructions shorter than [BOQ, EOQ]")
+    report.figures.update(rows=rows, tokens=tokens, max_token_id=max_id)
     return report
+
+
+_DTYPES: dict[str, np.dtype] = {}
+
+
+def _dtype(descr: str) -> np.dtype:
+    import numpy as np
+
+    return _DTYPES.get(descr) or _DTYPES.setdefault(descr, np.dtype(descr))
 
 
 def check_sampled_folder(folder: Path, epochs: int | None = None) -> CheckReport:

@@ -15,19 +15,22 @@ relative paths) and, in a sampled folder, everything else HRM-Text reads: ``meta
 A tokenized folder's ``metadata.json`` is not listed: HRM-Text never reads it, and the
 tokenizer refreshes its ``source_mtime`` in place when a touched but unchanged file is skipped.
 
-:func:`verify_folder` recomputes a manifest; ``hrm-verify`` and the ``manifest_valid`` asset
-checks call it.
+:func:`verify_folders` recomputes the manifests of many folders (their files hashed in one call
+of the Rust core); ``hrm-verify`` and the ``manifest_valid`` asset checks call it, through
+:func:`verify_folder` for one folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from hrm_assets import _core
 from hrm_assets.common.hashing import file_sha256
-from hrm_assets.common.layout import is_hidden
 from hrm_assets.common.settings import METADATA_FILE
 
 MANIFEST_FILE: str = _core.MANIFEST_FILE
@@ -43,13 +46,24 @@ class ManifestError(ValueError):
 
 
 def array_files(folder: Path) -> list[str]:
-    """Relative POSIX paths of the ``.npy`` files under ``folder`` (hidden entries skipped)."""
-    folder = Path(folder)
+    """Relative POSIX paths of the ``.npy`` files under ``folder``, sorted (hidden entries
+    skipped, symlinked directories not entered; nothing for a folder that does not exist)."""
     found = []
-    for path in folder.rglob(f"*{ARRAY_SUFFIX}"):
-        relative = path.relative_to(folder)
-        if path.is_file() and not is_hidden(relative):
-            found.append(relative.as_posix())
+    pending = [("", os.fspath(folder))]
+    while pending:
+        prefix, directory = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    # layout.is_hidden of one name; nothing under a hidden directory is listed.
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append((f"{prefix}{entry.name}/", entry.path))
+                    elif entry.name.endswith(ARRAY_SUFFIX) and entry.is_file():
+                        found.append(prefix + entry.name)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
     return sorted(found)
 
 
@@ -110,14 +124,39 @@ def sizes_match(folder: Path) -> bool:
     return True
 
 
+class FileScan(NamedTuple):
+    """One read of a file by the Rust core (``_core.scan_arrays``): its size and SHA-256 and,
+    when it is a plain 1-D integer ``.npy`` holding all the data its header announces, the
+    element type as the header spells it (``<u4``), its length and its largest value (None
+    when empty); those three are None for any other file."""
+
+    size: int
+    sha256: str
+    descr: str | None
+    length: int | None
+    max_value: int | None
+
+
+def scan_files(paths: Sequence[str | os.PathLike[str]]) -> list[FileScan | OSError]:
+    """Each file of ``paths`` read once, in parallel without the GIL: its :class:`FileScan`,
+    or in its slot the ``OSError`` (naming it) its read raised."""
+    return [
+        scan if isinstance(scan, OSError) else FileScan(*scan)
+        for scan in _core.scan_arrays([os.fspath(path) for path in paths])
+    ]
+
+
 @dataclass
 class VerifyReport:
-    """What :func:`verify_folder` found. ``problems`` is empty when the folder is intact."""
+    """What :func:`verify_folders` found. ``problems`` is empty when the folder is intact.
+    ``scans``: each listed file found, by relative name, as it was read to be hashed (the
+    tokenized checks take their arrays' figures from it rather than read them again)."""
 
     folder: Path
     files: int = 0
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
+    scans: dict[str, FileScan] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -125,44 +164,71 @@ class VerifyReport:
 
 
 def verify_folder(folder: Path) -> VerifyReport:
-    """Recompute the manifest of ``folder`` and compare.
+    """:func:`verify_folders` of one folder."""
+    return verify_folders([folder])[0]
+
+
+def verify_folders(folders: Sequence[Path]) -> list[VerifyReport]:
+    """Recompute the manifest of each folder and compare; one report per folder, in order.
 
     Problems: no or unreadable manifest, a listed file missing, of another size or another
     SHA-256, an array present but not listed (a stale ``epoch_N``, a stray file), and a sampled
     folder (one with ``epoch_N`` arrays) whose manifest does not list its ``metadata.json``
     (written by an older hrm-sample: nothing would notice it deleted or edited), and a data
     card (``hrm_assets.sampling.datacard``) that does not describe this manifest. Each message names
-    the file.
+    the file. The listed files of all the folders are hashed in one call of the Rust core
+    (:func:`scan_files`); a listed file that exists but cannot be read raises its ``OSError``.
     """
-    folder = Path(folder)
-    report = VerifyReport(folder=folder)
-    if not folder.is_dir():
-        report.problems.append(f"{folder}: not a directory")
-        return report
-    try:
-        listed = read_manifest(folder)["files"]
-    except ManifestError as exc:
-        report.problems.append(str(exc))
-        return report
-    for name in sorted(listed):
+    reports = [VerifyReport(folder=Path(folder)) for folder in folders]
+    listings: list[dict | None] = []
+    for report in reports:
+        listed = None
+        if not report.folder.is_dir():
+            report.problems.append(f"{report.folder}: not a directory")
+        else:
+            try:
+                listed = read_manifest(report.folder)["files"]
+            except ManifestError as exc:
+                report.problems.append(str(exc))
+        listings.append(listed)
+    paths = [
+        os.path.join(report.folder, name)
+        for report, listed in zip(reports, listings, strict=True)
+        if listed is not None
+        for name in sorted(listed)
+    ]
+    scans = iter(scan_files(paths))
+    for report, listed in zip(reports, listings, strict=True):
+        if listed is not None:
+            found = {name: next(scans) for name in sorted(listed)}
+            _compare_listed(report, listed, found)
+    return reports
+
+
+def _compare_listed(
+    report: VerifyReport, listed: dict, found: dict[str, FileScan | OSError]
+) -> None:
+    """The problems of one folder whose manifest lists ``listed``, its files read as ``found``
+    (in the sorted order of their names)."""
+    folder = report.folder
+    for name, scan in found.items():
         expected = listed[name]
-        path = folder / name
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            report.problems.append(f"{path}: listed in {MANIFEST_FILE} but missing")
+        if isinstance(scan, FileNotFoundError):
+            report.problems.append(f"{folder / name}: listed in {MANIFEST_FILE} but missing")
             continue
+        if isinstance(scan, OSError):
+            raise scan
+        report.scans[name] = scan
         report.files += 1
-        report.bytes += size
-        if size != expected["size"]:
+        report.bytes += scan.size
+        if scan.size != expected["size"]:
             report.problems.append(
-                f"{path}: {size} bytes, {MANIFEST_FILE} records {expected['size']}"
+                f"{folder / name}: {scan.size} bytes, {MANIFEST_FILE} records {expected['size']}"
             )
-            continue
-        digest = file_sha256(path)
-        if digest != expected["sha256"]:
+        elif scan.sha256 != expected["sha256"]:
             report.problems.append(
-                f"{path}: SHA-256 {digest} differs from {MANIFEST_FILE} ({expected['sha256']})"
+                f"{folder / name}: SHA-256 {scan.sha256} differs from {MANIFEST_FILE} "
+                f"({expected['sha256']})"
             )
     arrays = array_files(folder)
     for name in arrays:
@@ -178,4 +244,3 @@ def verify_folder(folder: Path) -> VerifyReport:
     from hrm_assets.sampling.datacard.verification import data_card_problems
 
     report.problems.extend(data_card_problems(folder))
-    return report

@@ -28,7 +28,7 @@ from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.checks import (
     reused_remote_check_results,
-    tokenized_check_results,
+    tokenized_check_results_many,
     tokenized_check_specs,
     tokenized_vocab_size,
 )
@@ -183,6 +183,37 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     yield partition_evaluation(check, asset_key, key, targets.get(key))
             evaluations.clear()
 
+        def checked_records(
+            outcomes: list[TokenizeOutcome],
+        ) -> Iterator[dg.AssetMaterialization | dg.AssetCheckEvaluation]:
+            """Both checks of every outcome, its folder's arrays read once for both and the
+            local folders checked at once (``tokenized_check_results_many``); then its
+            records."""
+            local = [result.output_dir for result in outcomes if result.output_dir is not None]
+            checked = iter(tokenized_check_results_many(tokenized_root, local, vocab_size))
+            for result in outcomes:
+                if result.output_dir is None:  # a remote folder reused from its manifest
+                    checks = reused_remote_check_results(out.root.join(result.safe_name))
+                else:
+                    checks = next(checked)
+                key = result.safe_name
+                if recorded.get(key) == result.data_version:
+                    unchanged.append(result)
+                    # Its latest record holds passing checks; only a failure is news
+                    # (recorded with both checks' figures, against that record).
+                    to_record = checks if not all(check.passed for check in checks) else []
+                else:
+                    counts["recorded"] += 1
+                    yield materialization(asset_key, result, tags)
+                    to_record = checks
+                counts["failed checks"] += sum(not check.passed for check in checks)
+                if to_record:
+                    evaluations.append((key, to_record))
+                if len(evaluations) >= EVALUATIONS_PER_LOOKUP:
+                    yield from recorded_evaluations()
+
+        # Outcomes are checked in batches of that size too, each batch's arrays read at once.
+        pending: list[TokenizeOutcome] = []
         last_log = time.monotonic()
         for done, result in enumerate(results, start=1):
             if time.monotonic() - last_log >= PROGRESS_SECONDS:
@@ -192,25 +223,11 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 failures.append(result)
                 continue
             counts["unchanged" if result.skipped else "tokenized"] += 1
-            if result.output_dir is None:  # a remote folder reused from its manifest
-                checks = reused_remote_check_results(out.root.join(result.safe_name))
-            else:
-                checks = tokenized_check_results(tokenized_root, result.output_dir, vocab_size)
-            key = result.safe_name
-            if recorded.get(key) == result.data_version:
-                unchanged.append(result)
-                # Its latest record holds passing checks; only a failure is news (recorded
-                # with both checks' figures, against that record).
-                to_record = checks if not all(check.passed for check in checks) else []
-            else:
-                counts["recorded"] += 1
-                yield materialization(asset_key, result, tags)
-                to_record = checks
-            counts["failed checks"] += sum(not check.passed for check in checks)
-            if to_record:
-                evaluations.append((key, to_record))
-            if len(evaluations) >= EVALUATIONS_PER_LOOKUP:
-                yield from recorded_evaluations()
+            pending.append(result)
+            if len(pending) >= EVALUATIONS_PER_LOOKUP:
+                yield from checked_records(pending)
+                pending.clear()
+        yield from checked_records(pending)
         yield from recorded_evaluations()
 
         if failures:

@@ -8,16 +8,17 @@ partition is still verified; ``records.py`` decides which evaluations are record
 
 import json
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets.cleaning.sources import SourceSpec
-from hrm_assets.common.manifest import VerifyReport, verify_folder
+from hrm_assets.common.manifest import VerifyReport, verify_folders
 from hrm_assets.defs.common.keys import tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.tokenization.tokenize import TOKENIZER_INFO_FILE
-from hrm_assets.validation import check_tokenized_folder
+from hrm_assets.validation import CheckReport, check_tokenized_folders
 
 ARRAYS_CONSISTENT = "arrays_consistent"
 MANIFEST_VALID = "manifest_valid"
@@ -51,8 +52,8 @@ def tokenized_vocab_size(tokenized_root: Path) -> int:
     return json.loads((tokenized_root / TOKENIZER_INFO_FILE).read_text("utf-8"))["vocab_size"]
 
 
-def arrays_consistent_result(vocab_size: int, folder: Path) -> dg.AssetCheckResult:
-    report = check_tokenized_folder(folder, vocab_size)
+def arrays_consistent_result(report: CheckReport) -> dg.AssetCheckResult:
+    """The check result of a :func:`check_tokenized_folders` report."""
     return dg.AssetCheckResult(
         check_name=ARRAYS_CONSISTENT,
         passed=report.passed,
@@ -63,7 +64,7 @@ def arrays_consistent_result(vocab_size: int, folder: Path) -> dg.AssetCheckResu
 def manifest_check_result(
     report: VerifyReport, check_name: str = MANIFEST_VALID
 ) -> dg.AssetCheckResult:
-    """The check result of a :func:`verify_folder` report (shared by tokenized and sampled)."""
+    """The check result of a :func:`verify_folders` report (shared by tokenized and sampled)."""
     return dg.AssetCheckResult(
         check_name=check_name,
         passed=report.ok,
@@ -80,11 +81,23 @@ def tokenized_check_results(
     tokenized_root: Path, folder: Path, vocab_size: int | None = None
 ) -> list[dg.AssetCheckResult]:
     """Both checks of one tokenized folder (``vocab_size`` read from the root if not given)."""
+    return tokenized_check_results_many(tokenized_root, [folder], vocab_size)[0]
+
+
+def tokenized_check_results_many(
+    tokenized_root: Path, folders: Sequence[Path], vocab_size: int | None = None
+) -> list[list[dg.AssetCheckResult]]:
+    """Both checks of each tokenized folder, in order. Every array is read once, by the Rust
+    core, for both: the manifest check hashes the listed files of all the folders in one call,
+    and the array check takes its figures from those reads (:func:`verify_folders`,
+    :func:`check_tokenized_folders`)."""
     if vocab_size is None:
         vocab_size = tokenized_vocab_size(tokenized_root)
+    manifests = verify_folders(folders)
+    arrays = check_tokenized_folders(folders, vocab_size, [report.scans for report in manifests])
     return [
-        arrays_consistent_result(vocab_size, folder),
-        manifest_check_result(verify_folder(folder)),
+        [arrays_consistent_result(array_report), manifest_check_result(manifest_report)]
+        for array_report, manifest_report in zip(arrays, manifests, strict=True)
     ]
 
 
