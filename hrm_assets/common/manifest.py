@@ -177,7 +177,7 @@ def verify_folders(folders: Sequence[Path]) -> list[VerifyReport]:
     (written by an older hrm-sample: nothing would notice it deleted or edited), and a data
     card (``hrm_assets.sampling.datacard``) that does not describe this manifest. Each message names
     the file. The listed files of all the folders are hashed in one call of the Rust core
-    (:func:`scan_files`); a listed file that exists but cannot be read raises its ``OSError``.
+    (:func:`scan_files`); a listed file that exists but cannot be read is a problem of its folder.
     """
     reports = [VerifyReport(folder=Path(folder)) for folder in folders]
     listings: list[dict | None] = []
@@ -217,7 +217,12 @@ def _compare_listed(
             report.problems.append(f"{folder / name}: listed in {MANIFEST_FILE} but missing")
             continue
         if isinstance(scan, OSError):
-            raise scan
+            # Its own problem, not the batch's: the other folders are still judged.
+            reason = scan.strerror or str(scan)
+            report.problems.append(
+                f"{folder / name}: listed in {MANIFEST_FILE} but unreadable: {reason}"
+            )
+            continue
         report.scans[name] = scan
         report.files += 1
         report.bytes += scan.size

@@ -93,6 +93,12 @@ def _short_instruction(folder: Path) -> None:
     _rewrite(folder, "resp_len", _set(2, 6))
 
 
+def _directory_for_resp_len(folder: Path) -> None:
+    # Listed and present, but not readable as a file (root reads past permissions).
+    (folder / "resp_len.npy").unlink()
+    (folder / "resp_len.npy").mkdir()
+
+
 # Each damage, and what each check reports of it ({folder}: the folder's path, {name}: its
 # name, {tokens}/{inst_start}/...: the SHA-256 of that array as it is now).
 DAMAGES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] = {
@@ -166,6 +172,14 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] = {
             "{folder}/resp_start.npy: SHA-256 {resp_start} differs from manifest.json "
             "({recorded_resp_start})",
         ],
+    ),
+    "array unreadable": (
+        _directory_for_resp_len,
+        [
+            "{name}: unreadable: {folder}/resp_len.npy: not a readable .npy array: [Errno 21] "
+            "Is a directory: '{folder}/resp_len.npy'"
+        ],
+        ["{folder}/resp_len.npy: listed in manifest.json but unreadable: Is a directory"],
     ),
     "folder gone": (
         shutil.rmtree,
