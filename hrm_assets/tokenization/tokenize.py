@@ -37,16 +37,18 @@ reused only if its manifest is there and every array has the recorded size.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import functools
+import itertools
 import json
 import os
-import queue
 import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -305,6 +307,11 @@ def check_roots_apart(inputs: Iterable[Path | str], out_root: Path | str) -> Non
 # Files decided and written per call of the Rust core: bounds the locks (file descriptors) held
 # at once, and lets the outcomes of one chunk be recorded while the next is encoded.
 CHUNK_FILES = 256
+# Two chunks run at once, so that while one is decided (source hashes, in Python) or made
+# durable and renamed (one thread), the other keeps the encoding threads busy; and up to three
+# are done ahead of the caller, which records the outcomes of the chunk before.
+CHUNKS_IN_FLIGHT = 2
+CHUNKS_AHEAD = 3
 
 
 @dataclass(frozen=True)
@@ -354,8 +361,9 @@ def tokenize_files(
     soon as its folder is in place (and durable).
 
     Each chunk is decided under its folders' locks and encoded by one call of the Rust core,
-    several files at once, with one durable sync for the chunk; the next chunk is encoded
-    while the caller handles the outcomes of the last. ``progress(bytes)`` gets the cleaned
+    several files at once, with one durable sync for the chunk. Two chunks are in work at
+    once (:data:`CHUNKS_IN_FLIGHT`), and later chunks are encoded while the caller handles
+    the outcomes of earlier ones. ``progress(bytes)`` gets the cleaned
     bytes done (from a worker thread). A failing file does not stop the others; setup errors
     (the tokenizer cannot be loaded) raise.
     """
@@ -364,32 +372,28 @@ def tokenize_files(
     check_roots_apart({item.root for item in files}, out_root)
     ordered = sorted(files, key=lambda item: item.safe_name)
     chunks = [ordered[i : i + CHUNK_FILES] for i in range(0, len(ordered), CHUNK_FILES)]
-    results: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
 
-    def work() -> None:
-        try:
-            for chunk in chunks:
-                if stop.is_set():
-                    return
-                results.put(_tokenize_chunk(chunk, Path(out_root), setup, threads, progress))
-            results.put(None)
-        except BaseException as error:  # re-raised in the caller's thread
-            results.put(error)
+    def chunk_results(chunk: Sequence[CleanedFile]) -> list[TokenizeOutcome | TokenizeFailure]:
+        if stop.is_set():
+            return []
+        return _tokenize_chunk(chunk, Path(out_root), setup, threads, progress)
 
-    worker = threading.Thread(target=work, name="hrm-tokenize-chunks", daemon=True)
-    worker.start()
-    try:
-        while (item := results.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield from item
-    finally:
-        stop.set()
-        with contextlib.suppress(queue.Empty):
-            while True:
-                results.get_nowait()
-        worker.join()
+    with ThreadPoolExecutor(CHUNKS_IN_FLIGHT, thread_name_prefix="hrm-tokenize-chunks") as pool:
+        waiting = iter(chunks)
+        started = collections.deque(
+            pool.submit(chunk_results, chunk) for chunk in itertools.islice(waiting, CHUNKS_AHEAD)
+        )
+        try:
+            while started:
+                done = started.popleft().result()
+                for chunk in itertools.islice(waiting, 1):
+                    started.append(pool.submit(chunk_results, chunk))
+                yield from done
+        finally:
+            stop.set()
+            for future in started:
+                future.cancel()
 
 
 def _tokenize_chunk(
