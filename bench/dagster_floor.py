@@ -5,9 +5,10 @@ Two figures bound what any Dagster interface to the tokenizer can reach on the c
 
 1. **A command.** ``dagster asset materialize -m bench.dagster_floor --select 'key:"floor/one"'
    --partition only``: the one-partition asset :data:`one`, whose step returns at once, in the
-   project's instance (``dagster_home/dagster.yaml``). It is the interpreter, Dagster's CLI and
-   storage imports, loading a code location, opening the instance and one run: the least a
-   ``dagster asset materialize`` costs, so ten per-source commands cost at least ten times it.
+   project's instance (``dagster_home/dagster.yaml``), executed in the run's process. It is the
+   interpreter, Dagster's CLI and storage imports, loading a code location, opening the
+   instance and one run: the least a ``dagster asset materialize`` costs, so ten per-source
+   commands cost at least ten times it.
 2. **The records.** One run of :data:`records` over N partitions (one per cleaned file), whose
    step tokenizes and checks nothing but records each partition exactly as the tokenized step
    does for a new file (``hrm_assets.defs.tokenized.records``: one materialization with its own
@@ -104,6 +105,8 @@ def records(
 defs = dg.Definitions(
     assets=[one, records],
     jobs=[dg.define_asset_job("floor_records_job", selection=[RECORDS_KEY])],
+    # The cheapest executor: no step process (the project's runs of one step do the same).
+    executor=dg.in_process_executor,
 )
 
 
