@@ -637,6 +637,12 @@ def corpus_shape_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
         "files (FIRST/LAST: the first and last registered partition key), default executor. "
         "The no-op cleaned run uses the demo raw corpus (`python -m hrm_assets.demo RAW`, "
         "`HRM_RAW_ROOT=RAW`) in its own data root and instance, built once in process first. "
+        "Dirty pages are written out before each timed command, and no build writes right "
+        "after a mass deletion on its filesystem (each writes into a folder of its own; see "
+        "the module docstring). Dagster's floor (`bench/dagster_floor.py`): a `dagster asset "
+        "materialize` of a one-partition asset whose step does nothing, in process, best of 3; "
+        "and one run recording every partition as the tokenized step does (a materialization "
+        "and two check evaluations each) with no tokenizing or checking. "
         "Peak RSS: the process and its reaped descendants (`wait4`) for commands, "
         "`bench/measure.py` for Python children.\n\n"
         + corpus_table(corpus)
