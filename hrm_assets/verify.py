@@ -29,7 +29,7 @@ from pathlib import Path
 
 from hrm_assets.common.atomic import TMP_PREFIX
 from hrm_assets.common.layout import is_cleaned_name
-from hrm_assets.common.manifest import MANIFEST_FILE, VerifyReport, verify_folder
+from hrm_assets.common.manifest import MANIFEST_FILE, VerifyReport, verify_folders
 from hrm_assets.validation import span_problems
 
 PROG = "hrm-verify"
@@ -88,17 +88,19 @@ def verify_paths(paths: Sequence[Path]) -> list[VerifyReport]:
         if reason is not None:
             reports.append(VerifyReport(folder=Path(path), problems=[reason]))
             continue
-        reports.extend(_verify_output(folder) for folder in folders)
+        reports.extend(_verify_outputs(folders))
     return reports
 
 
-def _verify_output(folder: Path) -> VerifyReport:
-    """The manifest check, then (when the arrays are as listed) the span rule the sampler and
-    the asset checks apply: arrays that match their manifest can still have been written wrong."""
-    report = verify_folder(folder)
-    if report.ok:
-        report.problems.extend(span_problems(folder))
-    return report
+def _verify_outputs(folders: Sequence[Path]) -> list[VerifyReport]:
+    """The manifest check (every folder's arrays hashed in one parallel pass), then, for each
+    folder whose arrays are as listed, the span rule the sampler and the asset checks apply:
+    arrays that match their manifest can still have been written wrong."""
+    reports = verify_folders(folders)
+    for report in reports:
+        if report.ok:
+            report.problems.extend(span_problems(report.folder))
+    return reports
 
 
 def _size(count: int) -> str:
