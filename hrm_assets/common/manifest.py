@@ -1,7 +1,8 @@
 """``manifest.json``: the size and SHA-256 of every array of an output folder.
 
-Tokenized folders get theirs from the Rust writer (``rust_tokenizer/src/tokenize/write.rs``), sampled
-folders from the sampler, which hashes each array as it writes it (``hrm_assets.sampling.arrays``);
+Tokenized folders get theirs from the Rust writer (``rust_tokenizer/src/tokenize/write.rs``),
+sampled folders from the sampler, which hashes each array as it writes it
+(``hrm_assets.sampling.arrays``);
 both write it into the staged folder before the atomic rename, so a folder in place always
 describes its own bytes. The format, identical from both writers (compact JSON, keys sorted, no
 timestamps, so equal arrays give equal bytes)::
