@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::npy::{parse_plain_header, PlainHeader};
 use crate::sample::concat::max_value;
-use crate::tokenize::write::{file_digest_with, DIGEST_CHUNK};
+use crate::tokenize::write::file_digest_with;
 
 /// What one read of a file found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,11 +137,11 @@ impl ArrayReader {
     }
 }
 
-/// Read the file at `path` once, through `buffer`: its size, SHA-256 and, for a plain
-/// integer `.npy`, its figures. An error (naming the path) if it cannot be read.
-pub fn scan_file(path: &Path, buffer: &mut [u8]) -> Result<FileScan> {
+/// Read the file at `path` once: its size, SHA-256 and, for a plain integer `.npy`, its
+/// figures. An error (naming the path) if it cannot be read.
+pub fn scan_file(path: &Path) -> Result<FileScan> {
     let mut reader = ArrayReader::default();
-    let (size, sha256) = file_digest_with(path, buffer, &mut |chunk| reader.feed(chunk))?;
+    let (size, sha256) = file_digest_with(path, &mut |chunk| reader.feed(chunk))?;
     Ok(FileScan {
         size,
         sha256,
@@ -152,13 +152,7 @@ pub fn scan_file(path: &Path, buffer: &mut [u8]) -> Result<FileScan> {
 /// [`scan_file`] of every path, in parallel on the current rayon pool; each result in the
 /// path's slot, so one unreadable file does not hide the others.
 pub fn scan_files(paths: &[PathBuf]) -> Vec<Result<FileScan>> {
-    paths
-        .par_iter()
-        .map_init(
-            || vec![0u8; DIGEST_CHUNK],
-            |buffer, path| scan_file(path, buffer),
-        )
-        .collect()
+    paths.par_iter().map(|path| scan_file(path)).collect()
 }
 
 #[cfg(test)]
@@ -167,16 +161,12 @@ mod tests {
     use crate::npy::{header, write_npy, HeaderStyle};
     use crate::tokenize::write::file_digest;
 
-    fn buffer() -> Vec<u8> {
-        vec![0u8; DIGEST_CHUNK]
-    }
-
     #[test]
     fn size_and_digest_of_known_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("abc.txt");
         std::fs::write(&path, b"abc").unwrap();
-        let scan = scan_file(&path, &mut buffer()).unwrap();
+        let scan = scan_file(&path).unwrap();
         assert_eq!(scan.size, 3);
         // SHA-256("abc"), FIPS 180-2's first example.
         assert_eq!(
@@ -191,7 +181,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.npy");
         write_npy::<u32>(&tokens, &[5, 34_691, 0, 7]).unwrap();
-        let scan = scan_file(&tokens, &mut buffer()).unwrap();
+        let scan = scan_file(&tokens).unwrap();
         assert_eq!(
             (scan.size, scan.sha256.clone()),
             file_digest(&tokens).unwrap()
@@ -208,7 +198,7 @@ mod tests {
             bytes.extend(value.to_be_bytes());
         }
         std::fs::write(&signed, bytes).unwrap();
-        let figures = scan_file(&signed, &mut buffer()).unwrap().array.unwrap();
+        let figures = scan_file(&signed).unwrap().array.unwrap();
         assert_eq!((figures.descr.as_str(), figures.max), (">i2", Some(-2)));
     }
 
@@ -217,7 +207,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("inst_len.npy");
         write_npy::<u64>(&path, &[]).unwrap();
-        let figures = scan_file(&path, &mut buffer()).unwrap().array.unwrap();
+        let figures = scan_file(&path).unwrap().array.unwrap();
         assert_eq!(
             (figures.descr.as_str(), figures.len, figures.max),
             ("<u8", 0, None)
@@ -231,19 +221,16 @@ mod tests {
         write_npy::<u64>(&path, &[1, 2, 3]).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        let scan = scan_file(&path, &mut buffer()).unwrap();
+        let scan = scan_file(&path).unwrap();
         assert_eq!((scan.size, scan.array), (bytes.len() as u64 - 1, None));
         let floats = String::from_utf8_lossy(&bytes).replace("<u8", "<f8");
         std::fs::write(&path, floats.as_bytes()).unwrap();
-        assert_eq!(scan_file(&path, &mut buffer()).unwrap().array, None);
+        assert_eq!(scan_file(&path).unwrap().array, None);
         // Bytes past the data are allowed, as numpy allows them.
         let mut longer = bytes.clone();
         longer.push(0xff);
         std::fs::write(&path, longer).unwrap();
-        assert_eq!(
-            scan_file(&path, &mut buffer()).unwrap().array.unwrap().max,
-            Some(3)
-        );
+        assert_eq!(scan_file(&path).unwrap().array.unwrap().max, Some(3));
     }
 
     #[test]

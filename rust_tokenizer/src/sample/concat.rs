@@ -118,6 +118,30 @@ pub(crate) fn cast(raw: &[u8], source: IntType, target: IntType, out: &mut [u8])
     cast_portable(raw, source, target, out)
 }
 
+/// `$function::<T, BIG>($args)` for the Rust type `T` and byte order `BIG` of the element type
+/// `$element` (an [`IntType`]): the one dispatch from a header's type to the generic loops.
+macro_rules! for_element_type {
+    ($element:expr, $function:ident $args:tt) => {
+        match ($element.signed, $element.size) {
+            (false, 1) => for_element_type!(@order $element, $function, u8, $args),
+            (true, 1) => for_element_type!(@order $element, $function, i8, $args),
+            (false, 2) => for_element_type!(@order $element, $function, u16, $args),
+            (true, 2) => for_element_type!(@order $element, $function, i16, $args),
+            (false, 4) => for_element_type!(@order $element, $function, u32, $args),
+            (true, 4) => for_element_type!(@order $element, $function, i32, $args),
+            (false, _) => for_element_type!(@order $element, $function, u64, $args),
+            (true, _) => for_element_type!(@order $element, $function, i64, $args),
+        }
+    };
+    (@order $element:expr, $function:ident, $t:ty, ($($arg:expr),*)) => {
+        if $element.big_endian {
+            $function::<$t, true>($($arg),*)
+        } else {
+            $function::<$t, false>($($arg),*)
+        }
+    };
+}
+
 /// The same loops compiled for AVX2: the default x86-64 target has no unsigned 32-bit max
 /// and no narrowing packs, which leaves the cast scalar (about 4x slower).
 #[cfg(target_arch = "x86_64")]
@@ -128,25 +152,7 @@ unsafe fn cast_avx2(raw: &[u8], source: IntType, target: IntType, out: &mut [u8]
 
 #[inline(always)]
 fn cast_portable(raw: &[u8], source: IntType, target: IntType, out: &mut [u8]) -> Option<i128> {
-    macro_rules! by_order {
-        ($t:ty) => {
-            if source.big_endian {
-                cast_from::<$t, true>(raw, target, out)
-            } else {
-                cast_from::<$t, false>(raw, target, out)
-            }
-        };
-    }
-    match (source.signed, source.size) {
-        (false, 1) => by_order!(u8),
-        (true, 1) => by_order!(i8),
-        (false, 2) => by_order!(u16),
-        (true, 2) => by_order!(i16),
-        (false, 4) => by_order!(u32),
-        (true, 4) => by_order!(i32),
-        (false, _) => by_order!(u64),
-        (true, _) => by_order!(i64),
-    }
+    for_element_type!(source, cast_from(raw, target, out))
 }
 
 #[inline(always)]
@@ -177,25 +183,7 @@ unsafe fn max_value_avx2(raw: &[u8], element: IntType) -> Option<i128> {
 
 #[inline(always)]
 fn max_value_portable(raw: &[u8], element: IntType) -> Option<i128> {
-    macro_rules! by_order {
-        ($t:ty) => {
-            if element.big_endian {
-                max_of::<$t, true>(raw)
-            } else {
-                max_of::<$t, false>(raw)
-            }
-        };
-    }
-    match (element.signed, element.size) {
-        (false, 1) => by_order!(u8),
-        (true, 1) => by_order!(i8),
-        (false, 2) => by_order!(u16),
-        (true, 2) => by_order!(i16),
-        (false, 4) => by_order!(u32),
-        (true, 4) => by_order!(i32),
-        (false, _) => by_order!(u64),
-        (true, _) => by_order!(i64),
-    }
+    for_element_type!(element, max_of(raw))
 }
 
 struct Block {

@@ -191,40 +191,39 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 thread_local! {
-    /// Each thread's read buffer for [`file_digest`]: a fresh 1 MiB per file was zeroed and
-    /// page-faulted in for every array of every folder (five per folder, most of them small).
+    /// Each thread's read buffer for [`file_digest_with`]: a fresh 1 MiB per file was zeroed
+    /// and page-faulted in for every array of every folder (five per folder, most of them
+    /// small).
     static DIGEST_BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0u8; DIGEST_CHUNK]);
 }
 
 /// Size and lowercase hex SHA-256 of a file's bytes, read in 1 MiB chunks.
 pub fn file_digest(path: &Path) -> Result<(u64, String)> {
-    DIGEST_BUFFER.with_borrow_mut(|buffer| file_digest_with(path, buffer, &mut |_| {}))
+    file_digest_with(path, &mut |_| {})
 }
 
 /// The chunk [`file_digest`] reads at a time.
-pub const DIGEST_CHUNK: usize = 1 << 20;
+const DIGEST_CHUNK: usize = 1 << 20;
 
-/// [`file_digest`] reading into `buffer` (reused across files: a fresh one costs page faults),
-/// also handing each chunk to `inspect` as it is read (in order, of any length), so that one
-/// read of the file serves the digest and whatever else needs its bytes.
-pub fn file_digest_with(
-    path: &Path,
-    buffer: &mut [u8],
-    inspect: &mut dyn FnMut(&[u8]),
-) -> Result<(u64, String)> {
-    let mut file = File::open(path).at(path)?;
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
-    loop {
-        let read = file.read(buffer).at(path)?;
-        if read == 0 {
-            break;
+/// [`file_digest`], also handing each chunk to `inspect` as it is read (in order, of any
+/// length), so that one read of the file serves the digest and whatever else needs its bytes.
+/// `inspect` must not itself call a digest function (the thread's buffer is in use).
+pub fn file_digest_with(path: &Path, inspect: &mut dyn FnMut(&[u8])) -> Result<(u64, String)> {
+    DIGEST_BUFFER.with_borrow_mut(|buffer| {
+        let mut file = File::open(path).at(path)?;
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        loop {
+            let read = file.read(buffer).at(path)?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+            inspect(&buffer[..read]);
+            size += read as u64;
         }
-        hasher.update(&buffer[..read]);
-        inspect(&buffer[..read]);
-        size += read as u64;
-    }
-    Ok((size, hex_digest(hasher)))
+        Ok((size, hex_digest(hasher)))
+    })
 }
 
 /// The bytes of `manifest.json` for the files `names` of `dir` (hashed in parallel on the
