@@ -7,6 +7,7 @@ load it; tokenized folders are checked many at once (:func:`check_tokenized_fold
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -299,13 +300,11 @@ def _tokenized_report(
     return report
 
 
-_DTYPES: dict[str, np.dtype] = {}
-
-
+@functools.cache
 def _dtype(descr: str) -> np.dtype:
     import numpy as np
 
-    return _DTYPES.get(descr) or _DTYPES.setdefault(descr, np.dtype(descr))
+    return np.dtype(descr)
 
 
 def check_sampled_folder(folder: Path, epochs: int | None = None) -> CheckReport:

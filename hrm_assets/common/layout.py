@@ -18,7 +18,12 @@ class LayoutError(ValueError):
 
 def is_hidden(relative_path: str | Path) -> bool:
     """True for a path with a part starting with ``.`` (``.tmp-*`` leftovers, build records)."""
-    return any(part.startswith(".") for part in Path(relative_path).parts)
+    return any(is_hidden_name(part) for part in Path(relative_path).parts)
+
+
+def is_hidden_name(name: str) -> bool:
+    """:func:`is_hidden` of one name (for walks that look at one entry at a time)."""
+    return name.startswith(".")
 
 
 def is_temporary(relative_path: str | Path) -> bool:

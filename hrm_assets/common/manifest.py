@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from hrm_assets import _core
 from hrm_assets.common.hashing import file_sha256
+from hrm_assets.common.layout import is_hidden_name
 from hrm_assets.common.settings import METADATA_FILE
 
 MANIFEST_FILE: str = _core.MANIFEST_FILE
@@ -56,8 +57,7 @@ def array_files(folder: Path) -> list[str]:
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    # layout.is_hidden of one name; nothing under a hidden directory is listed.
-                    if entry.name.startswith("."):
+                    if is_hidden_name(entry.name):  # nor anything under it
                         continue
                     if entry.is_dir(follow_symlinks=False):
                         pending.append((f"{prefix}{entry.name}/", entry.path))
