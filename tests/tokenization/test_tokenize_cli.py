@@ -24,10 +24,12 @@ from support.tokenizer_reference import (
 
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import scan_cleaned_files, scan_cleaned_tree
+from hrm_assets.tokenization import tokenize as tokenize_module
 from hrm_assets.tokenization.framing import Framing
 from hrm_assets.tokenization.tokenize import (
     CODE_VERSION,
     OWNER_MARKER,
+    TokenizeFailure,
     TokenizerSetup,
     expected_data_version,
     main,
@@ -35,6 +37,7 @@ from hrm_assets.tokenization.tokenize import (
     read_metadata,
     remove_owned_output,
     tokenize_file,
+    tokenize_files,
     tokenize_tree,
     write_tokenizer_info,
 )
@@ -419,3 +422,38 @@ def test_skipped_links_are_reported_each_by_kind(capsys, tmp_path, small_tokeniz
     ]:
         assert f"warning: skipped {root / name}: {kind} (data_io skips them too)" in err
     assert "and 4 symlinked" in err
+
+
+def test_many_chunks_in_work_keep_name_order_and_isolate_a_bad_file(
+    monkeypatch, tmp_path, small_tokenizer_path
+):
+    """Chunks are encoded two at a time: the outcomes still come in name order, one per file,
+    a bad file in a later chunk fails alone, and a caller that stops early leaves every folder
+    complete or absent (never a staged leftover)."""
+    monkeypatch.setattr(tokenize_module, "CHUNK_FILES", 2)
+    cleaned = tmp_path / "cleaned"
+    for index in range(7):
+        rows = [
+            {"condition": "cot", "instruction": f"q{index} {n}", "response": "a"} for n in range(5)
+        ]
+        write_jsonl(cleaned / f"task_{index}.jsonl", rows)
+    write_jsonl(
+        cleaned / "task_5.jsonl", [{"condition": "bogus", "instruction": "q", "response": "a"}]
+    )
+    files = scan_cleaned_files(cleaned)
+    out = tmp_path / "out"
+
+    results = list(tokenize_files(files, out, small_tokenizer_path))
+    assert [result.safe_name for result in results] == [f"task_{i}.jsonl" for i in range(7)]
+    failed = [result.safe_name for result in results if isinstance(result, TokenizeFailure)]
+    assert failed == ["task_5.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [f"task_{i}.jsonl" for i in range(7) if i != 5]
+
+    stopped = tmp_path / "stopped"
+    outcomes = tokenize_files(files, stopped, small_tokenizer_path)
+    next(outcomes)
+    outcomes.close()  # the chunks in work finish; nothing after them starts
+    names = sorted(p.name for p in stopped.iterdir())
+    assert names and all(not name.startswith(".") for name in names)
+    for name in names:
+        assert (stopped / name / "manifest.json").is_file()
