@@ -460,15 +460,17 @@ def tokenize_command(cleaned_root: Path, out: Path, tokenizer: Path) -> list[str
     ]
 
 
-def materialize_command(select: str, partition_range: tuple[str, str] | None = None) -> list[str]:
-    """``dagster asset materialize -m <DEFINITIONS_MODULE> --select SELECT``, with
-    ``--partition-range FIRST...LAST`` when given."""
+def materialize_command(
+    select: str, partition_range: tuple[str, str] | None = None, module: str = DEFINITIONS_MODULE
+) -> list[str]:
+    """``dagster asset materialize -m MODULE --select SELECT``, with ``--partition-range
+    FIRST...LAST`` when given."""
     command = [
         *console_script("dagster", "dagster"),
         "asset",
         "materialize",
         "-m",
-        DEFINITIONS_MODULE,
+        module,
         "--select",
         select,
     ]
@@ -1074,8 +1076,11 @@ def measure_dagster_floor(home: Path, partitions: int, log: Log) -> dict:
     prepare_instance(home)
     env = child_env({"DAGSTER_HOME": str(home)})
     log("corpus shape: Dagster's floor (a command whose step does nothing; the records alone)")
-    command = [*materialize_command('key:"floor/one"'), "--partition", "only"]
-    command[command.index(DEFINITIONS_MODULE)] = "bench.dagster_floor"
+    command = [
+        *materialize_command('key:"floor/one"', module="bench.dagster_floor"),
+        "--partition",
+        "only",
+    ]
     runs = [run_or_raise(command, env) for _ in range(FLOOR_COMMAND_REPEATS)]
     records = run_child("bench.dagster_floor", ["records", partitions], {"DAGSTER_HOME": str(home)})
     return {
