@@ -14,6 +14,7 @@ files with Rust's ``DefaultHasher`` + PCG64):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -154,15 +155,68 @@ class TokenizerOutcome:
     trained: bool  # False when adopted from a given file or kept from an earlier training
     documents: int
     corpus_changed: bool = False  # kept, although the cleaned corpus changed since training
+    adopted: bool = False  # a tokenizer.json this project did not write: recorded, never touched
+
+
+class TokenizerOwnershipError(ValueError):
+    """A step would replace a ``tokenizer.json`` this project did not write."""
+
+
+def record_path_of(out_path: Path) -> Path:
+    """The build record kept next to ``tokenizer.json``: ``tokenizer.json.inputs.json``."""
+    out_path = Path(out_path)
+    return out_path.with_name(out_path.name + ".inputs.json")
+
+
+def is_ours(out_path: Path) -> bool:
+    """True when ``out_path`` was written by :func:`build_tokenizer` (trained, or copied from a
+    given file): its build record is there and names the file's current SHA-256.
+
+    A record without ``sha256`` was written before the record held one; it still marks the
+    file as ours. A file whose bytes no longer match its record was replaced by someone else,
+    and is then theirs.
+    """
+    record = read_record(record_path_of(out_path))
+    if record is None or not Path(out_path).is_file():
+        return False
+    if "sha256" not in record:
+        return True
+    return file_sha256(out_path) in (record["sha256"], record.get("pending_sha256"))
 
 
 def _corpus_fingerprint(files: list[CleanedFile]) -> str:
     return value_sha256([(f.safe_name, f.path.stat().st_size, file_sha256(f.path)) for f in files])
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    if not path.exists() or path.read_bytes() != data:
-        atomic_write_bytes(path, data)
+def _write_owned(out_path: Path, data: bytes, record: dict) -> str:
+    """Write ``data`` to ``out_path`` (only when its bytes change) and its build record;
+    returns the file's SHA-256.
+
+    The record is written first, naming both the bytes there now and the bytes to come, so a
+    crash between the two writes leaves a file that is still ours (and, without settings in
+    that record, is trained again rather than kept)."""
+    digest = hashlib.sha256(data).hexdigest()
+    record_path = record_path_of(out_path)
+    if not out_path.exists() or out_path.read_bytes() != data:
+        before = file_sha256(out_path) if out_path.exists() else None
+        atomic_write_text(record_path, json.dumps({"sha256": before, "pending_sha256": digest}))
+        atomic_write_bytes(out_path, data)
+    atomic_write_text(record_path, json.dumps({**record, "sha256": digest}))
+    return digest
+
+
+def _adopted(out_path: Path, log: Callable[[str], None]) -> TokenizerOutcome:
+    """The outcome of a ``tokenizer.json`` someone else wrote: read, hashed, never written."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(out_path))
+    digest = file_sha256(out_path)
+    vocab = vocab_size_of(tokenizer)
+    log(
+        f"adopting {out_path} (not trained by hrm-data: no build record of ours beside it): "
+        f"sha256 {digest[:12]}, {vocab:,} ids; it is never modified"
+    )
+    return TokenizerOutcome(out_path, digest, vocab, False, 0, adopted=True)
 
 
 def build_tokenizer(
@@ -177,6 +231,12 @@ def build_tokenizer(
 ) -> TokenizerOutcome:
     """Write ``out_path`` (a ``tokenizer.json``): adopt ``adopt_path``, or train on the corpus.
 
+    A ``tokenizer.json`` already at ``out_path`` that this project did not write (no build
+    record of ours, see :func:`is_ours`: data_io's shipped tokenizer, a Hub download) is
+    adopted: hashed and reported, never written. Replacing it, by training (``retrain``) or
+    by copying another file there (``adopt_path``), raises :class:`TokenizerOwnershipError`:
+    a tokenizer is trained into a folder of its own.
+
     A new tokenizer re-tokenizes the whole corpus, so an existing one trained with the same
     settings (vocab size, seed, rules) is kept even when the corpus changed since (reported as
     ``corpus_changed``); ``retrain=True`` trains anew. Files are only written when their bytes
@@ -185,12 +245,29 @@ def build_tokenizer(
     from tokenizers import Tokenizer
 
     out_path = Path(out_path)
-    record_path = out_path.with_name(out_path.name + ".inputs.json")
+    foreign = out_path.exists() and not is_ours(out_path)
     if adopt_path is not None:
+        data = Path(adopt_path).read_bytes()
         tokenizer = Tokenizer.from_file(str(adopt_path))
-        _write_if_changed(out_path, Path(adopt_path).read_bytes())
-        record_path.unlink(missing_ok=True)
-        return TokenizerOutcome(out_path, file_sha256(out_path), vocab_size_of(tokenizer), False, 0)
+        if foreign:
+            if out_path.read_bytes() != data:
+                raise TokenizerOwnershipError(
+                    f"{out_path} was not written by hrm-data and differs from {adopt_path}: it "
+                    "is not replaced; point the tokenizer root at another folder to use "
+                    f"{adopt_path}"
+                )
+            return _adopted(out_path, log)
+        digest = _write_owned(out_path, data, {"copied_from": str(adopt_path)})
+        return TokenizerOutcome(out_path, digest, vocab_size_of(tokenizer), False, 0)
+
+    if foreign:
+        if retrain:
+            raise TokenizerOwnershipError(
+                f"retrain refused: {out_path} was not trained by hrm-data (no build record of "
+                "ours beside it) and is never replaced in place; to train a tokenizer, point "
+                "HRM_TOKENIZER_ROOT at another folder (the adopted one stays as it is)"
+            )
+        return _adopted(out_path, log)
 
     files = scan_cleaned_files(cleaned_root)
     settings = value_sha256(
@@ -202,7 +279,7 @@ def build_tokenizer(
         }
     )
     corpus = _corpus_fingerprint(files)
-    record = read_record(record_path)
+    record = read_record(record_path_of(out_path))
     if not retrain and out_path.exists() and record and record.get("settings") == settings:
         changed = record.get("corpus") != corpus
         log(
@@ -225,11 +302,9 @@ def build_tokenizer(
         documents.extend(docs)
     log(f"training BPE (vocab {vocab_size:,}) on {len(documents):,} documents")
     tokenizer = train_tokenizer(documents, vocab_size=vocab_size)
-    _write_if_changed(out_path, tokenizer.to_str(pretty=True).encode("utf-8"))
-    atomic_write_text(
-        record_path,
-        json.dumps({"settings": settings, "corpus": corpus, "documents": len(documents)}),
+    digest = _write_owned(
+        out_path,
+        tokenizer.to_str(pretty=True).encode("utf-8"),
+        {"settings": settings, "corpus": corpus, "documents": len(documents)},
     )
-    return TokenizerOutcome(
-        out_path, file_sha256(out_path), vocab_size_of(tokenizer), True, len(documents)
-    )
+    return TokenizerOutcome(out_path, digest, vocab_size_of(tokenizer), True, len(documents))

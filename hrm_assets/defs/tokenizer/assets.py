@@ -15,24 +15,33 @@ from hrm_assets.defs.common.automation import on_missing_only
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.sampling.prefix_config import load_prefix_rules
-from hrm_assets.tokenizer.train import DEFAULT_VOCAB_SIZE, SPECIAL_TOKENS, build_tokenizer
+from hrm_assets.tokenizer.train import (
+    DEFAULT_VOCAB_SIZE,
+    SPECIAL_TOKENS,
+    TokenizerOwnershipError,
+    build_tokenizer,
+    record_path_of,
+)
 
 
 class TokenizerConfig(dg.Config):
     vocab_size: int = Field(default=DEFAULT_VOCAB_SIZE, ge=512, le=1 << 24)
     seed: int = Field(default=0, ge=0)
     tokenizer_path: str | None = Field(
-        default=None, description="Adopt this tokenizer.json instead of training one"
+        default=None,
+        description="Copy this tokenizer.json into the tokenizer root instead of training one "
+        "(refused over a tokenizer.json hrm-data did not write)",
     )
     retrain: bool = Field(
         default=False,
         description="Train anew although a tokenizer with these settings exists (the whole "
-        "corpus is then re-tokenized)",
+        "corpus is then re-tokenized); refused over a tokenizer.json hrm-data did not train, "
+        "which is adopted as it is",
     )
 
 
 # The tokenizer folder's files: the tokenizer and the record of what it was trained on.
-TOKENIZER_FILES = (TOKENIZER_JSON, f"{TOKENIZER_JSON}.inputs.json")
+TOKENIZER_FILES = (TOKENIZER_JSON, record_path_of(Path(TOKENIZER_JSON)).name)
 
 
 def is_cleaned_object(relative: str) -> bool:
@@ -77,18 +86,22 @@ def tokenizer(
         mirror_tree(cleaned_location, select=is_cleaned_object)
     if isinstance(tokenizer_location, ObjectRoot):
         mirror_tree(tokenizer_location, select=lambda relative: relative in TOKENIZER_FILES)
-    outcome = build_tokenizer(
-        cleaned_root=data_paths.cleaned_root,
-        out_path=data_paths.tokenizer_json,
-        rules=load_prefix_rules(Path(data_paths.prefix_config_path)),
-        vocab_size=config.vocab_size,
-        seed=config.seed,
-        adopt_path=Path(config.tokenizer_path) if config.tokenizer_path else None,
-        retrain=config.retrain,
-        log=context.log.info,
-    )
+    try:
+        outcome = build_tokenizer(
+            cleaned_root=data_paths.cleaned_root,
+            out_path=data_paths.tokenizer_json,
+            rules=load_prefix_rules(Path(data_paths.prefix_config_path)),
+            vocab_size=config.vocab_size,
+            seed=config.seed,
+            adopt_path=Path(config.tokenizer_path) if config.tokenizer_path else None,
+            retrain=config.retrain,
+            log=context.log.info,
+        )
+    except TokenizerOwnershipError as error:
+        raise dg.Failure(description=str(error)) from None
     path = str(outcome.path)
-    if isinstance(tokenizer_location, ObjectRoot):
+    # An adopted tokenizer's object is the user's: nothing is uploaded over it.
+    if isinstance(tokenizer_location, ObjectRoot) and not outcome.adopted:
         upload_changed(ObjectStore(tokenizer_location), data_paths.tokenizer_dir, TOKENIZER_FILES)
         path = str(tokenizer_location.join(TOKENIZER_JSON))
     return dg.MaterializeResult(
@@ -98,6 +111,8 @@ def tokenizer(
             "vocab_size": outcome.vocab_size,
             "sha256": outcome.sha256,
             "trained": outcome.trained,
+            # A tokenizer.json hrm-data did not write (data_io's, a download): never modified.
+            "adopted": outcome.adopted,
             "corpus_changed_since_training": outcome.corpus_changed,
             "documents": outcome.documents,
             "special_tokens": dg.MetadataValue.json(list(SPECIAL_TOKENS)),
