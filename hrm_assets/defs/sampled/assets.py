@@ -21,11 +21,20 @@ from hrm_assets.defs.common.metadata import share_bars, table
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.sampled.checks import short_responses_result, short_responses_spec
 from hrm_assets.defs.sampled.datacard_metadata import data_card_metadata
-from hrm_assets.defs.sampled.inputs import FINGERPRINT_METADATA, current_fingerprint
+from hrm_assets.defs.sampled.inputs import (
+    FINGERPRINT_METADATA,
+    RUN_OVERRIDES_METADATA,
+    current_fingerprint,
+)
 from hrm_assets.sampling import defaults
 from hrm_assets.sampling.datacard import sampling_code_version
 from hrm_assets.sampling.mixture.code_version import has_mixture, mixture_code_version
-from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
+from hrm_assets.sampling.training_nodes import (
+    SETTING_KEYS,
+    TrainingNode,
+    load_training_nodes,
+    training_nodes_path,
+)
 
 NODE_TAG = "hrm/training-node"
 # The sampler's code decides the bytes of the epochs: a change to it means resampling. Found
@@ -46,6 +55,40 @@ class SamplingRunConfig(dg.Config):
     context_size: int = defaults.CONTEXT_SIZE.field(bounded=False)
     min_resp_length: int = defaults.MIN_RESP_LENGTH.field(bounded=False)
     drop_short_after_truncate: bool = defaults.DROP_SHORT_AFTER_TRUNCATE.field(bounded=False)
+
+
+def given_run_config(context: dg.AssetExecutionContext, config: SamplingRunConfig) -> dict:
+    """The sampler settings the run's config gives this step explicitly, as validated in
+    ``config`` (the keys of the run config as launched, under this op's name; not the defaults
+    Dagster fills in)."""
+    ops = (context.run.run_config or {}).get("ops") or {}
+    given = (ops.get(context.op_execution_context.op.name) or {}).get("config") or {}
+    return {key: getattr(config, key) for key in SETTING_KEYS if key in given}
+
+
+def node_run_settings(node: TrainingNode, given: dict) -> tuple[dict, dict]:
+    """(every setting of this run, the ones that are not the node's).
+
+    The node's settings are its ``training_nodes.yaml`` keys over the defaults. A run may set
+    a key the node leaves unset (a one-off run by hand, reported as an override); a key the
+    node sets is the node's and a run asking for another value fails, naming both."""
+    conflicts = node.conflicts(given)
+    if conflicts:
+        wanted = ", ".join(f"{key}={value}" for key, (value, _) in conflicts.items())
+        pinned = ", ".join(f"{key}: {value}" for key, (_, value) in conflicts.items())
+        raise dg.Failure(
+            f"this run asks for {wanted}, but training node {node.name!r} sets {pinned} in "
+            f"{training_nodes_path()}: its folder only receives epochs of its own settings; "
+            "change them there"
+        )
+    node_settings = node.sampling_settings()
+    settings = {**node_settings, **given}
+    overrides = {key: value for key, value in given.items() if value != node_settings[key]}
+    return settings, overrides
+
+
+def _settings_text(settings: dict) -> str:
+    return ", ".join(f"{key}={value}" for key, value in settings.items())
 
 
 def _warnings_markdown(warnings: list[str]) -> str:
@@ -100,14 +143,20 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 f"({WORKER_NODE_ENV}); check the queues its worker serves (-q) against "
                 f"training_nodes.yaml"
             )
-        fingerprint = current_fingerprint(context.instance, data_paths.prefix_config_path, node)
+        settings, overrides = node_run_settings(node, given_run_config(context, config))
+        prefix_config_path = node.prefix_config(Path(data_paths.prefix_config_path))
+        fingerprint = current_fingerprint(context.instance, prefix_config_path, node)
         output = node.output_dir(data_paths.root)
+        if overrides:
+            context.log.warning(
+                f"a one-off run: {_settings_text(overrides)} instead of training node "
+                f"{node.name!r}'s settings; the sensor will not replace these epochs (pin the "
+                "keys in training_nodes.yaml to make them the node's)"
+            )
         code = SAMPLING_CODE_VERSION
-        if has_mixture(data_paths.prefix_config_path):
+        if has_mixture(prefix_config_path):
             code = value_sha256([SAMPLING_CODE_VERSION, mixture_code_version()])
-        build_key = value_sha256(
-            {"inputs": fingerprint, "config": config.model_dump(), "code": code}
-        )
+        build_key = value_sha256({"inputs": fingerprint, "config": settings, "code": code})
         record_path = output.parent / f".{output.name}.build.json"
         record = read_record(record_path)
         unchanged = output.is_dir() and is_current(record, build_key, listing_sha256(output))
@@ -128,9 +177,9 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 sampling_config = make_config(
                     tokenized_path=tokenized_path,
                     output_path=output,
-                    prefix_config_path=Path(data_paths.prefix_config_path),
-                    tokenizer_path=tokenizer,
-                    **config.model_dump(),
+                    prefix_config_path=prefix_config_path,
+                    tokenizer_path=Path(node.tokenizer_path) if node.tokenizer_path else tokenizer,
+                    **settings,
                 )
                 context.log.info(f"sampling {data_paths.tokenized_location} into {output}")
                 # Reads the tokenized root as one snapshot, waiting for tokenization steps that
@@ -152,7 +201,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
         tokenizer_dir = summary.get("tokenizer_dir")
         return dg.MaterializeResult(
             data_version=dg.DataVersion(build_key),
-            check_results=[short_responses_result(summary["figures"], config.min_resp_length)],
+            check_results=[short_responses_result(summary["figures"], settings["min_resp_length"])],
             metadata={
                 **_analytics_metadata(summary),
                 # DATACARD.md, written by the sampler into the output
@@ -163,7 +212,11 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 "tokenizer_dir": dg.MetadataValue.path(tokenizer_dir) if tokenizer_dir else None,
                 "warning_count": len(warnings),
                 "warnings": dg.MetadataValue.md(_warnings_markdown(warnings)),
-                **config.model_dump(),
+                **settings,
+                "prefix_config_path": dg.MetadataValue.path(str(prefix_config_path)),
+                # Settings of this run that are not the node's (a run by hand): the sensor
+                # never replaces such epochs (sensors.py).
+                RUN_OVERRIDES_METADATA: dg.MetadataValue.json(overrides),
                 "resampled": not unchanged,
                 "training_node": node.name,
                 "node_queue": node.queue_name(),

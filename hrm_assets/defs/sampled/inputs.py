@@ -23,6 +23,8 @@ from hrm_assets.sampling.training_nodes import TrainingNode
 # data_version.py, DATA_VERSION_TAG); the event log indexes it per partition.
 DATA_VERSION_TAG = "dagster/data_version"
 FINGERPRINT_METADATA = "input_fingerprint"
+# Written by the sampled asset: the settings of a run by hand that were not the node's.
+RUN_OVERRIDES_METADATA = "run_overrides"
 FINGERPRINT_TAG = "hrm/input-fingerprint"
 
 
@@ -72,7 +74,7 @@ def input_fingerprint(state: TokenizedState, prefix_config: bytes, node: Trainin
         {
             "tokenized": state.versions,
             "prefix_config_sha256": hashlib.sha256(prefix_config).hexdigest(),
-            "node": node.model_dump(mode="json"),
+            "node": node.fingerprint_fields(),
         }
     )
 
@@ -80,16 +82,34 @@ def input_fingerprint(state: TokenizedState, prefix_config: bytes, node: Trainin
 def current_fingerprint(
     instance: dg.DagsterInstance, prefix_config_path: str | Path, node: TrainingNode
 ) -> str:
-    return input_fingerprint(tokenized_state(instance), Path(prefix_config_path).read_bytes(), node)
+    """The node's fingerprint now; ``prefix_config_path`` is the project's rules file, which
+    the node's own ``prefix_config_path`` replaces when it sets one."""
+    rules = node.prefix_config(Path(prefix_config_path))
+    return input_fingerprint(tokenized_state(instance), rules.read_bytes(), node)
 
 
 def recorded_fingerprint(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
     """The fingerprint on the asset's latest materialization, None if there is none."""
+    return recorded_inputs(instance, key)[0]
+
+
+def recorded_inputs(
+    instance: dg.DagsterInstance, key: dg.AssetKey
+) -> tuple[str | None, dict[str, object]]:
+    """(fingerprint, settings of a one-off run) on the asset's latest materialization: the
+    settings a run by hand gave that were not the node's (empty when the epochs are the
+    node's own, or there is no materialization)."""
     event = instance.get_latest_materialization_event(key)
     if event is None or event.asset_materialization is None:
-        return None
-    value = event.asset_materialization.metadata.get(FINGERPRINT_METADATA)
-    return str(value.value) if value is not None else None
+        return None, {}
+    metadata = event.asset_materialization.metadata
+    value = metadata.get(FINGERPRINT_METADATA)
+    overrides = metadata.get(RUN_OVERRIDES_METADATA)
+    found = overrides.value if overrides is not None else None
+    return (
+        str(value.value) if value is not None else None,
+        dict(found) if isinstance(found, dict) else {},
+    )
 
 
 def tokenization_runs_in_progress(instance: dg.DagsterInstance) -> list[str]:
