@@ -8,8 +8,15 @@ Keys are those of data_io's ``sample_tokenized.py``, plus ``drop_short_after_tru
     tokenized_path      $HRM_DATA_ROOT/tokenized        (data_io: data_tokenized_bpe_65k)
                         ($HRM_TOKENIZED_ROOT when set; a folder or an s3:// URL)
     output_path         $HRM_DATA_ROOT/sampled/local    (data_io: /dev/shm/sampled)
-    prefix_config_path  <project>/prefix_config.yaml    (data_io: prefix_config.yaml)
+    prefix_config_path  ./prefix_config.yaml when the working directory has one (as data_io),
+                        else <project>/prefix_config.yaml
     tokenizer_path      the one tokenizer_info.json records (hrm-data only)
+
+``node=<name>`` samples as that training node of ``training_nodes.yaml``
+(``$HRM_TRAINING_NODES``): its output folder, rules file and settings, the ones the Dagster asset
+``sampled/<name>`` and its sensor use; a key given beside it that differs from the node's is
+refused (the node's folder only receives epochs of its own settings). The command says on
+stderr which rules file and which roots it used.
 
 A tokenized root in object storage (``tokenized_path=s3://bucket/prefix/tokenized``, or the
 default when ``$HRM_DATA_ROOT`` is a URL) is sampled from its working copy in
@@ -38,6 +45,9 @@ from hrm_assets.sampling.sampler import SamplingConfig, SamplingError, make_conf
 
 PROG = "hrm-sample"
 PATH_KEYS = ("tokenized_path", "output_path", "prefix_config_path", "tokenizer_path")
+NODE_KEY = "node"
+# data_io's sample_tokenized.py reads its rules from the working directory.
+WORKING_PREFIX_CONFIG = "prefix_config.yaml"
 INT_KEYS = tuple(s.name for s in SETTINGS if not isinstance(s.default, bool))
 BOOL_KEYS = tuple(s.name for s in SETTINGS if isinstance(s.default, bool))
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -51,7 +61,11 @@ _PATH_HELP = (
         "output_path",
         "sampled folder, replaced as a whole (default $HRM_DATA_ROOT/sampled/local)",
     ),
-    ("prefix_config_path", "sampling rules (default <project>/prefix_config.yaml)"),
+    (
+        "prefix_config_path",
+        "sampling rules (default ./prefix_config.yaml when present, as data_io reads it, "
+        "else <project>/prefix_config.yaml)",
+    ),
     (
         "tokenizer_path",
         "tokenizer.json (or its folder) to ship in <output>/tokenizer/ for HRM-Text's "
@@ -86,6 +100,11 @@ def usage_text() -> str:
         lines += _key_help(f"{key}=PATH", help_text)
     for setting in SETTINGS:
         lines += _setting_usage(setting)
+    lines += _key_help(
+        f"{NODE_KEY}=NAME",
+        "sample as this training node of training_nodes.yaml: its output_path, rules and "
+        "settings (keys that differ from the node's are refused)",
+    )
     lines += [
         "",
         "The analytics report (Markdown) is written to stdout; progress and warnings to stderr.",
@@ -100,13 +119,23 @@ class UsageError(ValueError):
     """A bad command-line argument."""
 
 
+def default_prefix_config() -> tuple[Path, str]:
+    """The rules file used when none is given, and why: ``./prefix_config.yaml`` when the
+    working directory has one (data_io reads it from there), else the project's."""
+    local = Path(WORKING_PREFIX_CONFIG)
+    if local.is_file():
+        return local.absolute(), "the working directory's, as data_io reads it"
+    return settings.default_prefix_config_path(), "the project's default"
+
+
 def default_values() -> dict[str, object]:
-    """The CLI's defaults: project paths from ``hrm_assets.common.settings``, the other settings'
-    from ``hrm_assets.sampling.defaults`` (through ``SamplingConfig``)."""
+    """The CLI's defaults: project paths from ``hrm_assets.common.settings`` (the rules file
+    from :func:`default_prefix_config`), the other settings' from
+    ``hrm_assets.sampling.defaults`` (through ``SamplingConfig``)."""
     values: dict[str, object] = {
         "tokenized_path": settings.stage_root(settings.TOKENIZED_ROOT_ENV, "tokenized"),
         "output_path": settings.sampled_root() / "local",
-        "prefix_config_path": settings.default_prefix_config_path(),
+        "prefix_config_path": default_prefix_config()[0],
         "tokenizer_path": None,
     }
     for key in (*INT_KEYS, *BOOL_KEYS):
@@ -128,8 +157,62 @@ def _config(values: dict[str, object]) -> SamplingConfig:
 
 
 def parse_values(arguments: Sequence[str]) -> dict[str, object]:
-    """``key=value`` arguments over :func:`default_values`; ``tokenized_path`` may be a URL."""
+    """``key=value`` arguments over :func:`default_values` (or over the settings of the node
+    ``node=`` names); ``tokenized_path`` may be a URL."""
+    given = parse_given(arguments)
+    node_name = given.pop(NODE_KEY, None)
     values = default_values()
+    if node_name is not None:
+        values.update(node_values(str(node_name), given))
+    values.update(given)
+    return values
+
+
+def node_values(name: str, given: dict[str, object]) -> dict[str, object]:
+    """The output folder, rules file, tokenizer and settings of training node ``name``; a
+    UsageError naming the key when ``given`` asks for another value of one of them."""
+    from hrm_assets.sampling.training_nodes import (
+        TrainingNodesError,
+        load_training_nodes,
+        training_nodes_path,
+    )
+
+    try:
+        nodes = {node.name: node for node in load_training_nodes()}
+    except TrainingNodesError as exc:
+        raise UsageError(str(exc)) from None
+    node = nodes.get(name)
+    if node is None:
+        raise UsageError(
+            f"node={name}: no such training node in {training_nodes_path()} "
+            f"(nodes: {', '.join(nodes)})"
+        )
+    values: dict[str, object] = {
+        **node.sampling_settings(),
+        "output_path": node.output_dir(settings.data_root()),
+        "prefix_config_path": node.prefix_config(settings.default_prefix_config_path()),
+    }
+    if node.tokenizer_path:
+        values["tokenizer_path"] = Path(node.tokenizer_path).absolute()
+    for key, value in given.items():
+        if key in values and _differs(value, values[key]):
+            raise UsageError(
+                f"{key}={value} differs from training node {name!r}'s {key}: {values[key]} "
+                f"({training_nodes_path()}); its folder only receives epochs of its own "
+                "settings: change them there, or leave out node= to sample elsewhere"
+            )
+    return values
+
+
+def _differs(given: object, node_value: object) -> bool:
+    if isinstance(given, Path) and isinstance(node_value, Path):
+        return given.absolute() != node_value.absolute()
+    return given != node_value
+
+
+def parse_given(arguments: Sequence[str]) -> dict[str, object]:
+    """The ``key=value`` arguments as typed values (last one wins), without defaults."""
+    values: dict[str, object] = {}
     for argument in arguments:
         key, sep, value = argument.partition("=")
         key = key.strip()
@@ -149,8 +232,12 @@ def parse_values(arguments: Sequence[str]) -> dict[str, object]:
             if flag is None:
                 raise UsageError(f"{key}: expected true or false, got {value!r}")
             values[key] = flag
+        elif key == NODE_KEY:
+            if not value.strip():
+                raise UsageError(f"{key}: empty node name")
+            values[key] = value.strip()
         else:
-            known = ", ".join((*PATH_KEYS, *INT_KEYS, *BOOL_KEYS))
+            known = ", ".join((*PATH_KEYS, *INT_KEYS, *BOOL_KEYS, NODE_KEY))
             raise UsageError(f"unknown key {key!r} (known keys: {known})")
     return values
 
@@ -166,6 +253,23 @@ def _log(message: str) -> None:
 def _fail(message: str, status: int) -> int:
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
     return status
+
+
+def used_inputs_line(config: SamplingConfig, tokenized: object) -> str:
+    """What this run reads and writes, said before it starts: the rules file (and why that
+    one), the tokenized root and the output folder."""
+    rules = Path(config.prefix_config_path).absolute()
+    default, why = default_prefix_config()
+    if rules == default.absolute():
+        origin = why
+    elif rules == Path(WORKING_PREFIX_CONFIG).absolute():
+        origin = "the working directory's"
+    else:
+        origin = "given"
+    return (
+        f"rules {rules} ({origin}); tokenized root {tokenized}; "
+        f"output {Path(config.output_path).absolute()}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -191,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config = _config(values)
             except UsageError as exc:
                 return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
+            _log(used_inputs_line(config, tokenized))
             result = sample_tokenized(config, progress=True, warn=_warn, log=_log)
     except SamplingError as exc:
         return _fail(str(exc), 1)
