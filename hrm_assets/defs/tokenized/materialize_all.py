@@ -28,6 +28,18 @@ from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
+def written_partitions(result: dg.ExecuteInProcessResult) -> set[str]:
+    """The partitions a tokenized run wrote anew: its records whose folder was not kept as it
+    was (``skipped`` false). An unchanged file keeps its folder and, mostly, its record."""
+    written = set()
+    for event in result.get_asset_materialization_events():
+        materialization = event.materialization
+        skipped = materialization.metadata.get("skipped")
+        if materialization.partition is not None and skipped is not None and not skipped.value:
+            written.add(materialization.partition)
+    return written
+
+
 def materialize_sources(
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
@@ -48,8 +60,11 @@ def materialize_sources(
             instance=instance, tags=range_tags(keys), run_config=QUIET_CONSOLE, raise_on_error=False
         )
         outcome = "done" if result.success else "FAILED"
+        tokenized = written_partitions(result)
+        others = "unchanged" if result.success else "unchanged or not reached"
         log(
-            f"tokenized/{source}: {len(keys):,} partition(s) {outcome} in "
+            f"tokenized/{source}: {len(keys):,} partition(s) {outcome}: {len(tokenized):,} "
+            f"tokenized, {len(keys) - len(tokenized):,} {others} in "
             f"{time.monotonic() - started:.1f} s (run {result.run_id})"
         )
         if not result.success:

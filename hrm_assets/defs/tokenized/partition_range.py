@@ -62,7 +62,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     bounds = all_partitions_range(dg.DagsterInstance.get(), source)
     if bounds is None:
-        print(f"error: tokenized/{source} has no partitions yet", file=sys.stderr)
+        print(
+            f"error: tokenized/{source} has no partitions yet: one is registered per cleaned "
+            f"file of {source} when cleaned/{source} is materialized, or by the sensor "
+            "cleaned_files_sensor (running under dagster dev) for files written outside Dagster",
+            file=sys.stderr,
+        )
         return 1
     print(f"{bounds[0]}...{bounds[1]}")
     return 0
