@@ -26,9 +26,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib
 import json
 import resource
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,7 +44,7 @@ from hrm_assets.cleaning.raw_damage import first_unreadable
 from hrm_assets.cleaning.rows import FIELDS, Row, RowError, unknown_tags, validate_row
 from hrm_assets.cleaning.sources import SOURCES, SkippedRow, SkipRecord, SourceSpec, get_source
 from hrm_assets.common import settings
-from hrm_assets.common.atomic import atomic_file, exclusive_lock
+from hrm_assets.common.atomic import AtomicGroup, atomic_file, exclusive_lock
 from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.common.object_mirror import mirror_tree
 from hrm_assets.common.storage import ObjectRoot
@@ -80,7 +82,9 @@ class JsonlWriter:
     """Streams rows to ``path`` as JSONL with keys in ``columns`` order; the file appears only
     when the writer exits cleanly."""
 
-    def __init__(self, path: Path, columns: Sequence[str] = FIELDS):
+    def __init__(
+        self, path: Path, columns: Sequence[str] = FIELDS, group: AtomicGroup | None = None
+    ):
         if sorted(columns) != sorted(FIELDS):
             raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
         self.path = Path(path)
@@ -88,9 +92,14 @@ class JsonlWriter:
         self.rows = 0
         self._stack = contextlib.ExitStack()
         self._handle = None
+        self._group = group
 
     def __enter__(self) -> JsonlWriter:
-        self._handle = self._stack.enter_context(atomic_file(self.path, "wb"))
+        if self._group is None:
+            self._handle = self._stack.enter_context(atomic_file(self.path, "wb"))
+        else:  # renamed into place with the run's other outputs
+            self._handle = self._group.open(self.path)
+            self._stack.callback(self._handle.close)
         return self
 
     def write(self, row: Row) -> None:
@@ -106,13 +115,15 @@ def open_writer(
     fmt: str,
     columns: Sequence[str] = FIELDS,
     budget: BufferBudget | None = None,
+    group: AtomicGroup | None = None,
 ):
     """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet`` with its fields
-    in ``columns`` order; Parquet writers that share ``budget`` bound their memory together."""
+    in ``columns`` order; Parquet writers that share ``budget`` bound their memory together;
+    with ``group``, the file is renamed into place when the group commits."""
     if fmt == "jsonl":
-        return JsonlWriter(path, columns)
+        return JsonlWriter(path, columns, group)
     if fmt == "parquet":
-        return ParquetRowWriter(path, columns, budget)
+        return ParquetRowWriter(path, columns, budget, group=group)
     raise ValueError(f"unknown cleaned format {fmt!r} (expected jsonl or parquet)")
 
 
@@ -210,6 +221,9 @@ class CleaningReport:
     parts: list[str] = field(default_factory=list)
     seconds: float = 0.0
     swept: list[str] = field(default_factory=list)  # killed runs' temporaries, removed
+    raw_bytes: int = 0  # raw file bytes read through (columnar engine; 0 on the row path)
+    engine: str = "rows"  # "columnar" when the source's columnar rule cleaned it
+    threads: int = 1
 
     def file(self, path: str) -> FileReport:
         if path not in self.files:
@@ -222,6 +236,24 @@ class CleaningReport:
         entry.rows += rows
         if len(entry.examples) < MAX_SKIP_EXAMPLES:
             entry.examples.append(example)
+
+    def merge(self, other: CleaningReport) -> None:
+        """Add ``other`` (a later part's report) to this one, as if cleaned after it."""
+        for path, item in other.files.items():
+            mine = self.file(path)
+            mine.rows += item.rows
+            mine.bytes += item.bytes
+            mine.conditions.update(item.conditions)
+            mine.candidates += item.candidates
+            mine.preview.extend(item.preview[: PREVIEW_ROWS - len(mine.preview)])
+        for reason, entry in other.skipped.items():
+            mine = self.skipped.setdefault(reason, SkipCount())
+            mine.count += entry.count
+            mine.rows += entry.rows
+            mine.examples.extend(entry.examples[: MAX_SKIP_EXAMPLES - len(mine.examples)])
+        self.records_read += other.records_read
+        self.raw_bytes += other.raw_bytes
+        self.parts.extend(other.parts)
 
     @property
     def rows_written(self) -> int:
@@ -317,6 +349,11 @@ def source_code_version(spec: SourceSpec) -> str:
         Row.__module__,
         split_condition.__module__,
     }
+    if spec.columnar is not None:  # the engine that cleans it, and its rule's kernels
+        modules |= {"hrm_assets.cleaning.columnar", "hrm_assets.cleaning.columnar_clean"}
+        modules.add(spec.columnar.clean.__module__)
+    for name in modules:
+        importlib.import_module(name)
     files = sorted(Path(sys.modules[name].__file__).resolve() for name in modules)
     # The name is part of it: sources of one family module share files but not their rules.
     identity = [spec.name, [[path.name, file_sha256(path)] for path in files]]
@@ -339,7 +376,8 @@ def raise_open_files_limit() -> bool:
 
 
 class CleanedOutputs:
-    """The writers of one cleaning run, opened on first use; all commit or none do."""
+    """The writers of one cleaning run, opened on first use; all commit or none do (one
+    :class:`AtomicGroup`: the files are synced together, then renamed)."""
 
     def __init__(self, out_root: Path, fmt: str, columns: Sequence[str] = FIELDS):
         self.out_root = Path(out_root)
@@ -348,34 +386,54 @@ class CleanedOutputs:
         self.budget = BufferBudget()
         self.writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._stack = contextlib.ExitStack()
+        self._lock = threading.Lock()
+        self.group = AtomicGroup()
 
     def __enter__(self) -> CleanedOutputs:
         self._stack.__enter__()
         return self
 
-    def writer(self, relative: str):
-        if relative not in self.writers:
-            path = self.out_root / relative
-            try:
-                opened = self._open(path)
-            except OSError as exc:
-                # Routed sources (FLAN: thousands of task files) hold a file per output.
-                if exc.errno != errno.EMFILE or not raise_open_files_limit():
-                    raise OSError(
-                        exc.errno,
-                        f"{path}: too many open files ({len(self.writers)} cleaned outputs "
-                        f"already open); raise the limit (ulimit -n)",
-                    ) from exc
-                opened = self._open(path)
-            self.writers[relative] = opened
-        return self.writers[relative]
+    def writer(self, relative: str, budget: BufferBudget | None = None):
+        """The writer of ``relative``, opened on first use (safe from several threads: a
+        writer itself is used by one thread, the one cleaning the part that writes it);
+        ``budget`` bounds its buffers with others' (default: the run's)."""
+        writer = self.writers.get(relative)
+        if writer is not None:
+            return writer
+        with self._lock:
+            if relative not in self.writers:
+                self.writers[relative] = self._open_or_raise(relative, budget or self.budget)
+            return self.writers[relative]
 
-    def _open(self, path: Path):
-        writer = open_writer(path, self.fmt, self.columns, self.budget)
+    def _open_or_raise(self, relative: str, budget: BufferBudget):
+        path = self.out_root / relative
+        try:
+            return self._open(path, budget)
+        except OSError as exc:
+            # Routed sources (FLAN: thousands of task files) hold a file per output.
+            if exc.errno != errno.EMFILE or not raise_open_files_limit():
+                raise OSError(
+                    exc.errno,
+                    f"{path}: too many open files ({len(self.writers)} cleaned outputs "
+                    f"already open); raise the limit (ulimit -n)",
+                ) from exc
+            return self._open(path, budget)
+
+    def _open(self, path: Path, budget: BufferBudget):
+        writer = open_writer(path, self.fmt, self.columns, budget, self.group)
         return self._stack.enter_context(writer)
 
     def __exit__(self, *exc_info) -> bool:
-        return self._stack.__exit__(*exc_info)
+        try:
+            suppressed = self._stack.__exit__(*exc_info)
+        except BaseException:
+            self.group.abort()
+            raise
+        if exc_info[0] is None or suppressed:
+            self.group.commit()
+        else:
+            self.group.abort()
+        return suppressed
 
 
 # Errors a cleaning function raises on a malformed record (a missing key, a null where data_io
@@ -389,14 +447,22 @@ def clean_source(
     raw_root: Path | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Callable[[int], None] | None = None,
+    progress_bytes: Callable[[int], None] | None = None,
+    threads: int | None = None,
 ) -> CleaningReport:
     """Clean one source into ``out_root`` (the cleaned root) and report what happened.
 
     ``raw_root=None`` loads from the Hugging Face Hub; otherwise from a local mirror (see
     ``hrm_assets.cleaning.sources.hub``). ``progress(n)`` is called after each raw batch with the
-    number of records it held. Raises on read or write errors, leaving earlier outputs as
-    they were; bad records and rows are counted in the report instead.
+    number of records it held, ``progress_bytes(n)`` with the raw bytes it stood for (columnar
+    sources). ``threads`` (default: every core) clean a columnar source's parts in parallel;
+    the files and the report are the same for any number. Raises on read or write errors,
+    leaving earlier outputs as they were; bad records and rows are counted in the report
+    instead.
     """
+    from hrm_assets.cleaning.columnar_clean import default_threads
+
+    threads = default_threads() if threads is None else max(1, threads)
     started = time.monotonic()
     report = CleaningReport(spec.name)
     # One cleaning run of a source at a time; whoever holds the lock knows that temporaries
@@ -405,7 +471,9 @@ def clean_source(
         for leftover in cleaning_leftovers(spec, out_root):
             leftover.unlink(missing_ok=True)
             report.swept.append(leftover.relative_to(out_root).as_posix())
-        _clean_into(spec, Path(out_root), raw_root, batch_size, progress, report)
+        _clean_into(
+            spec, Path(out_root), raw_root, batch_size, progress, report, progress_bytes, threads
+        )
     report.seconds = time.monotonic() - started
     return report
 
@@ -417,12 +485,27 @@ def _clean_into(
     batch_size: int,
     progress: Callable[[int], None] | None,
     report: CleaningReport,
+    progress_bytes: Callable[[int], None] | None = None,
+    threads: int = 1,
 ) -> None:
+    from hrm_assets.cleaning.columnar_clean import clean_parts_columnar, columnar_parts
+
+    columnar = columnar_parts(spec, raw_root)
     with CleanedOutputs(out_root, spec.format, spec.columns) as outputs:
         for relative in spec.static_outputs:
             outputs.writer(relative)
             report.file(relative)
-        for part in _raw_parts(spec, raw_root, batch_size):
+        if columnar is not None:
+            report.engine = "columnar"
+            report.threads = threads
+
+            def read_error(part: str, part_report: CleaningReport, error: Exception):
+                return _raw_read_error(spec, part, raw_root, part_report, error)
+
+            clean_parts_columnar(
+                spec, columnar, outputs, report, read_error, progress, progress_bytes, threads
+            )
+        for part in () if columnar is not None else _raw_parts(spec, raw_root, batch_size):
             report.parts.append(part.name)
             if spec.one_output_per_part:
                 outputs.writer(spec.part_output(part.name))

@@ -37,7 +37,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hrm_assets.cleaning.rows import FIELDS, Row
-from hrm_assets.common.atomic import TMP_PREFIX, atomic_file, create_temporary_file
+from hrm_assets.common.atomic import (
+    TMP_PREFIX,
+    AtomicGroup,
+    atomic_file,
+    create_temporary_file,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,10 +130,10 @@ class BufferBudget:
             raise ValueError("the buffer budget must be at least 1")
         self.limit = limit
         self.used = 0
-        self.writers: list[ParquetRowWriter] = []
+        self.writers: dict[int, ParquetRowWriter] = {}  # by id(): thousands join and leave
 
     def relieve(self) -> None:
-        for writer in sorted(self.writers, key=lambda w: w.buffered, reverse=True):
+        for writer in sorted(self.writers.values(), key=lambda w: w.buffered, reverse=True):
             if self.used <= self.limit // 2:
                 break
             writer.spill()
@@ -141,7 +146,8 @@ class ParquetRowWriter:
 
     ``row_group_rows`` (default: pyarrow's), ``piece_rows`` and ``chunk_text_limit`` are
     pyarrow's figures; tests lower them to exercise several row groups and chunks on small
-    data.
+    data. ``group``: the file is committed with the others of that :class:`AtomicGroup`
+    instead of on its own.
     """
 
     def __init__(
@@ -152,6 +158,7 @@ class ParquetRowWriter:
         row_group_rows: int | None = None,
         piece_rows: int = PIECE_ROWS,
         chunk_text_limit: int = CHUNK_TEXT_LIMIT,
+        group: AtomicGroup | None = None,
     ):
         if sorted(columns) != sorted(FIELDS):
             raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
@@ -170,6 +177,7 @@ class ParquetRowWriter:
         self._piece_rows = piece_rows
         self._chunk_text_limit = chunk_text_limit
         self._budget = budget
+        self._group = group
         self._pending: list[list[str]] = [[] for _ in self.columns]
         self._batches: list[pa.RecordBatch] = []
         self._group_rows = 0
@@ -183,18 +191,31 @@ class ParquetRowWriter:
 
     def __enter__(self) -> ParquetRowWriter:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        handle = self._stack.enter_context(atomic_file(self.path, "wb"))
         self._schema = pa.schema([(name, pa.string()) for name in self.columns])
-        self._writer = pq.ParquetWriter(handle, self._schema)
-        # Callbacks run last-in first-out, before atomic_file's exit: the spill file goes, then
-        # the footer is written before the rename (or the file is closed before its removal).
-        self._stack.callback(self._writer.close)
         self._stack.callback(self._remove_spill_file)
         if self._budget is not None:
-            self._budget.writers.append(self)
+            self._budget.writers[id(self)] = self
         return self
+
+    def _parquet_writer(self) -> pq.ParquetWriter:
+        """The Parquet writer of the temporary file, opened on the first row group written:
+        a run with thousands of outputs (FLAN's tasks) holds their rows in the shared budget,
+        not thousands of open files and column writers, and writes most of them one after
+        the other when they close."""
+        if self._writer is None:
+            import pyarrow.parquet as pq
+
+            if self._group is None:
+                handle = self._stack.enter_context(atomic_file(self.path, "wb"))
+            else:  # renamed into place with the run's other outputs
+                handle = self._group.open(self.path)
+                self._stack.callback(handle.close)
+            self._writer = pq.ParquetWriter(handle, self._schema)
+            # Last in, first out: the footer is written before atomic_file renames (or the
+            # file is closed before its removal).
+            self._stack.callback(self._writer.close)
+        return self._writer
 
     def write(self, row: Row) -> None:
         for column, field in zip(self._pending, self._order, strict=True):
@@ -211,6 +232,38 @@ class ParquetRowWriter:
             self._seal()
         if self._budget is not None and self._budget.used > self._budget.limit:
             self._budget.relieve()
+
+    def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Append rows given as Arrow columns named after the row fields (any order, string
+        or large string), in row order; the bytes are those of writing the rows one by one."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(batch, pa.Table):
+            batches = batch.combine_chunks().to_batches()
+        else:
+            batches = [batch]
+        for whole in batches:
+            columns = [whole.column(name) for name in self.columns]
+            columns = [c if c.type == pa.string() else c.cast(pa.string()) for c in columns]
+            whole = pa.record_batch(columns, schema=self._schema)
+            offset = 0
+            while offset < whole.num_rows:
+                take = min(whole.num_rows - offset, self._row_group_rows - self._group_rows)
+                piece = whole.slice(offset, take)
+                self._seal()  # rows written one by one before this batch come first
+                self._batches.append(piece)
+                size = sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in piece.columns)
+                self.rows += take
+                self._group_rows += take
+                self.buffered += size
+                if self._budget is not None:
+                    self._budget.used += size
+                offset += take
+                if self._group_rows >= self._row_group_rows:
+                    self.write_row_group()
+                if self._budget is not None and self._budget.used > self._budget.limit:
+                    self._budget.relieve()
 
     def _seal(self) -> None:
         """Turn the pending rows into one Arrow record batch (sealed at piece boundaries, so
@@ -232,6 +285,7 @@ class ParquetRowWriter:
         import pyarrow as pa
 
         if self._spill_path is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._spill_path = create_temporary_file(
                 self.path.parent, f"{TMP_PREFIX}{self.path.name}."
             )
@@ -278,7 +332,7 @@ class ParquetRowWriter:
             )
             bounds = piece_bounds(table.num_rows, starts, self._piece_rows)
             columns.append(_pieces(column, bounds))
-        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        self._parquet_writer().write_table(pa.Table.from_arrays(columns, schema=self._schema))
         self.row_groups += 1
         self._group_rows = 0
         self._batches = []
@@ -293,13 +347,13 @@ class ParquetRowWriter:
 
     def _finish(self) -> None:
         if self.rows == 0:  # data_io's write_table of an empty table: one empty row group
-            self._writer.write_table(self._schema.empty_table())
+            self._parquet_writer().write_table(self._schema.empty_table())
         else:
             self.write_row_group()
 
     def _detach(self) -> None:
-        if self._budget is not None and self in self._budget.writers:
-            self._budget.writers.remove(self)
+        if self._budget is not None and id(self) in self._budget.writers:
+            del self._budget.writers[id(self)]
             self._release_buffered()
 
     def __exit__(self, *exc_info) -> bool:

@@ -644,17 +644,18 @@ from pathlib import Path
 from hrm_assets.cleaning.clean import CleanedOutputs
 soft, hard = (int(v) for v in sys.argv[2:4])
 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-with CleanedOutputs(Path(sys.argv[1]), "parquet") as outputs:
+with CleanedOutputs(Path(sys.argv[1]), "jsonl") as outputs:
     for number in range(300):
-        outputs.writer(f"flan/task_{number}.parquet").write(("direct", "q", "a"))
+        outputs.writer(f"flan/task_{number}.jsonl").write(("direct", "q", "a"))
 print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 """
 
 
 @pytest.mark.parametrize("hard", [128, 4096])
 def test_hundreds_of_routed_outputs_open_past_a_low_soft_limit(tmp_path, hard):
-    # FLAN keeps one writer per task file open; a default soft limit (often 1024) is raised to
-    # the hard limit, and past the hard limit the error names the file and says what to do.
+    # A routed JSONL source keeps one file per output open (Parquet writers open theirs only
+    # to write, see test_columnar); a default soft limit (often 1024) is raised to the hard
+    # limit, and past the hard limit the error names the file and says what to do.
     run = subprocess.run(
         [sys.executable, "-c", _MANY_OUTPUTS, str(tmp_path), "64", str(hard)],
         capture_output=True,
@@ -664,7 +665,7 @@ def test_hundreds_of_routed_outputs_open_past_a_low_soft_limit(tmp_path, hard):
     if hard == 4096:
         assert run.returncode == 0, run.stderr
         assert int(run.stdout) == 4096
-        assert len(list((tmp_path / "flan").glob("*.parquet"))) == 300
+        assert len(list((tmp_path / "flan").glob("*.jsonl"))) == 300
     else:
         assert run.returncode != 0
         assert "too many open files (" in run.stderr and "raise the limit (ulimit -n)" in run.stderr

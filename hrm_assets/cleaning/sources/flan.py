@@ -25,6 +25,17 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from hrm_assets.cleaning.columnar import (
+    BatchSkip,
+    CleanedBatch,
+    ColumnarRule,
+    constant,
+    null_mask,
+    null_names,
+    require_text_columns,
+    rows_table,
+    text,
+)
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.local_files import (
     LocalLayout,
@@ -62,6 +73,7 @@ SUBSETS: dict[str, str] = {
 
 COLUMNS = ("_task_name", "inputs", "targets")
 NULL_FIELD = "null inputs, targets or task name"
+FLAN_FOLDER = "flan"
 
 
 class FlanLayout(LocalLayout):
@@ -94,6 +106,40 @@ def route_flan(record: Record, part: str) -> str:
 def clean_flan(record: Record, part: str) -> Iterator[Row]:
     _check(record)
     yield Row(SUBSETS[part], str(record["inputs"]), str(record["targets"]))
+
+
+def clean_flan_batch(batch, part: str) -> CleanedBatch:
+    """:func:`clean_flan` and :func:`route_flan` on a record batch: rows with a null cell
+    skipped, the others routed by their task's safe name, in read order."""
+    import numpy as np
+
+    nulls = null_mask(batch, COLUMNS)
+    kept = batch.filter(~nulls) if nulls.any() else batch
+    tasks = text(kept.column("_task_name")).dictionary_encode()
+    names = [f"flan/{part}__{safe_filename(task)}.parquet" for task in tasks.dictionary.to_pylist()]
+    return CleanedBatch(
+        rows=rows_table(
+            constant(SUBSETS[part], kept.num_rows), kept.column("inputs"), kept.column("targets")
+        ),
+        records=np.flatnonzero(~nulls),
+        route_names=names,
+        route_codes=tasks.indices.to_numpy(zero_copy_only=False),
+        skips=[
+            BatchSkip(
+                NULL_FIELD,
+                np.flatnonzero(nulls),
+                detail=lambda row: f"null {', '.join(null_names(batch, COLUMNS, row))}",
+                output=lambda _row: FLAN_FOLDER,
+            )
+        ],
+    )
+
+
+FLAN_COLUMNAR = ColumnarRule(
+    columns=COLUMNS,
+    clean=clean_flan_batch,
+    check_schema=lambda schema: require_text_columns(schema, COLUMNS),
+)
 
 
 # -- demo corpus: invented FLAN-style tasks, in the Hub schema ---------------------------------
@@ -167,13 +213,14 @@ FLAN = SourceSpec(
     hub_id="Open-Orca/FLAN",
     configs=None,
     split="train",
-    output="flan",
+    output=FLAN_FOLDER,
     format="parquet",
     columns=INSTRUCTION_FIRST,
     clean=clean_flan,
     layout=FlanLayout(),
     demo=demo_flan,
     route=route_flan,
+    columnar=FLAN_COLUMNAR,
     description="FLAN collection: one file per subset and task (direct; cot for CoT subsets).",
 )
 

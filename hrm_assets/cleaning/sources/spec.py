@@ -11,9 +11,12 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from hrm_assets.cleaning.rows import FIELDS, Row
+
+if TYPE_CHECKING:
+    from hrm_assets.cleaning.columnar import ColumnarRule
 
 Record = Mapping[str, Any]
 """One raw record in the source's own schema (a Hub row, a decoded JSON object, ...)."""
@@ -115,6 +118,9 @@ class SourceSpec:
       skipped rows (1, the least it could have given, where the number varies).
     - ``layout``: how raw files are found (Hub mirror by default) and how the demo is written.
     - ``demo``: invented records for the demo corpus (``python -m hrm_assets.demo``).
+    - ``columnar``: the same rules on Arrow record batches (:mod:`hrm_assets.cleaning.columnar`),
+      for a local-file source; the engine uses it instead of ``clean`` row by row, with the
+      same rows, files and report.
     - ``rules_version``: a hash of cleaning rules kept outside the code (a declared source's
       entry in ``sources.yaml``), part of the source's code version; empty for code sources.
     """
@@ -137,6 +143,7 @@ class SourceSpec:
     rows_per_record: int = 1
     rules_version: str = ""
     revision: str | None = None
+    columnar: ColumnarRule | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -177,7 +184,10 @@ class SourceSpec:
         """The relative output path that the rows of ``record`` go to."""
         if self.route is None:
             return self.output
-        path = self.route(record, part)
+        return self.checked_route(self.route(record, part))
+
+    def checked_route(self, path: str) -> str:
+        """``path``, a routed output, if it is one this source may write; else ValueError."""
         if not path.endswith(f".{self.format}") or Path(path).is_absolute() or ".." in path:
             raise ValueError(f"{self.name}: route gave a bad output path {path!r}")
         if self.route_outputs and path not in self.route_outputs:

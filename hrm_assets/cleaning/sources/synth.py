@@ -36,6 +36,16 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from hrm_assets.cleaning.columnar import (
+    BatchSkip,
+    CleanedBatch,
+    ColumnarRule,
+    null_mask,
+    null_names,
+    require_text_columns,
+    rows_table,
+    text,
+)
 from hrm_assets.cleaning.rows import Row
 from hrm_assets.cleaning.sources.local_files import (
     LocalLayout,
@@ -97,6 +107,68 @@ def clean_synth(record: Record, part: str) -> Iterator[Row]:
     if instruction is None or answer is None:
         raise SkipRecord(NULL_TEXT, f"exercise {exercise!r}: null query, constraints or answer")
     yield Row(CONDITIONS.get(exercise, FALLBACK_CONDITION), instruction, answer)
+
+
+def clean_synth_batch(batch, part: str) -> CleanedBatch:
+    """:func:`clean_synth` on a record batch, as column kernels (data_io's polars plan)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    output = route_synth({}, part)
+    filter_nulls = null_mask(batch, COLUMNS[:3])
+    language = text(batch.column("language"))
+    exercise = text(batch.column("exercise"))
+    url = text(batch.column("query_seed_url"))
+    wanted = pc.and_(
+        pc.and_(pc.equal(language, "en"), pc.invert(pc.match_substring(url, SELF_KNOWLEDGE))),
+        pc.not_equal(exercise, "cooking"),
+    )
+    wanted = pc.fill_null(wanted, False).to_numpy(zero_copy_only=False) & ~filter_nulls
+    query, answer = text(batch.column("query")), text(batch.column("synthetic_answer"))
+    rag = pc.fill_null(pc.equal(exercise, "rag"), False)
+    joined = pc.binary_join_element_wise(query, text(batch.column("constraints")), "")
+    instruction = pc.if_else(rag, joined, query)
+    null_text = wanted & (
+        instruction.is_null().to_numpy(zero_copy_only=False)
+        | answer.is_null().to_numpy(zero_copy_only=False)
+    )
+    keep = wanted & ~null_text
+    kept_exercise = exercise.filter(pa.array(keep))
+    names = kept_exercise.dictionary_encode()
+    conditions = pa.array(
+        [CONDITIONS.get(name, FALLBACK_CONDITION) for name in names.dictionary.to_pylist()],
+        pa.string(),
+    ).take(names.indices)
+    mask = pa.array(keep)
+    return CleanedBatch(
+        rows=rows_table(conditions, instruction.filter(mask), answer.filter(mask)),
+        records=np.flatnonzero(keep),
+        output=output,
+        skips=[
+            BatchSkip(
+                NULL_FILTER_FIELD,
+                np.flatnonzero(filter_nulls),
+                detail=lambda row: f"null {', '.join(null_names(batch, COLUMNS[:3], row))}",
+                output=lambda _row: output,
+            ),
+            BatchSkip(
+                NULL_TEXT,
+                np.flatnonzero(null_text),
+                detail=lambda row: (
+                    f"exercise {exercise[row].as_py()!r}: null query, constraints or answer"
+                ),
+                output=lambda _row: output,
+            ),
+        ],
+    )
+
+
+SYNTH_COLUMNAR = ColumnarRule(
+    columns=COLUMNS,
+    clean=clean_synth_batch,
+    check_schema=lambda schema: require_text_columns(schema, COLUMNS),
+)
 
 
 # -- demo corpus: invented SYNTH-like records, in the Hub schema ------------------------------
@@ -189,6 +261,7 @@ SYNTH = SourceSpec(
     layout=SynthLayout(),
     demo=demo_synth,
     route=route_synth,
+    columnar=SYNTH_COLUMNAR,
     one_output_per_part=True,
     description="PleIAs SYNTH synthetic exercises, English, tagged by exercise (synth).",
 )
