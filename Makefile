@@ -5,13 +5,32 @@ export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 
-.PHONY: install extension demo test test-fast test-rust system-packages test-packages bench lint
+.PHONY: install constraints extension demo test test-fast test-rust system-packages test-packages bench lint
+
+# `make test` and `make test-rust` read real raw rows (GSM8K, MATH, ...), which the repository
+# does not hold: the mirror named by HRM_REAL_RAW, or the pinned public files in the cache
+# (tests/support/real_raw.py, which checks every file's SHA-256). Found before anything runs,
+# and exported to every recipe; without them make stops at once with one line saying why.
+ifneq ($(filter test test-rust,$(MAKECMDGOALS)),)
+REAL_RAW_DIR := $(shell $(PYTHON) tests/support/real_raw.py)
+ifneq ($(.SHELLSTATUS),0)
+$(error $(REAL_RAW_DIR))
+endif
+export HRM_REAL_RAW := $(REAL_RAW_DIR)
+endif
 
 # pip's own lines (what it downloads and installs), less one per dependency already there.
+# constraints.txt pins every dependency at a release that works (make constraints), so pip
+# resolves at once instead of backtracking.
 install: extension
 	@echo "==> installing hrm-data and its Python dependencies"
-	$(PYTHON) -m pip install --progress-bar off -e '.[dev]' | { grep -v '^Requirement already satisfied' || true; }
+	$(PYTHON) -m pip install --progress-bar off -c constraints.txt -e '.[dev]' | { grep -v '^Requirement already satisfied' || true; }
 	$(PYTHON) -m hrm_assets.local_env
+
+# Rewrite constraints.txt from this environment after a working install (a dependency added or
+# upgraded in pyproject.toml): the installed version of every dependency of hrm-data[dev].
+constraints:
+	$(PYTHON) scripts/constraints.py
 
 # The Rust extension, compiled by cargo in the foreground so that its progress shows (pip hides
 # a build's output). The command and environment are maturin's own (`maturin build --release`
@@ -27,6 +46,12 @@ extension:
 	@echo "==> compiling the Rust core (first time: about 13 minutes on 2 cores; then seconds)"
 	cd rust_tokenizer && $(MATURIN_ENV) \
 	  cargo rustc --locked --profile release $(FEATURES) --lib --crate-type cdylib
+	@# An editable install imports the copy pip placed in the package: refresh it in place
+	@# (a rename, so a running interpreter keeps the file it mapped).
+	@if ls hrm_assets/_core.*.so >/dev/null 2>&1; then \
+	  for so in hrm_assets/_core.*.so; do \
+	    cp rust_tokenizer/target/release/libhrm_core.so "$$so.tmp" && mv "$$so.tmp" "$$so"; \
+	  done; fi
 
 demo: install
 	$(PYTHON) -m hrm_assets.quickstart

@@ -13,7 +13,7 @@ shape: at file scale 1, 2,176 files named by the sources' own route functions (s
 partition of its ``tokenized/<source>``, which the bench checks with
 ``hrm_assets.tokenization.partitioning``), with heavy-tailed sizes (FLAN tasks log-normal from 3
 rows to tens of thousands, a few large SYNTH and single-file sources). Rows are real rows of
-``../shared/real_raw`` (GSM8K, MATH, TheoremQA, SciBench, DeepMind mathematics), mutated as in
+the real raw rows (GSM8K, MATH, TheoremQA, SciBench, DeepMind mathematics), mutated as in
 ``bench/tokenization.py`` so that no two copies repeat, with each source's condition tags; the
 corpus is a function of the seed.
 
@@ -79,7 +79,6 @@ NOOP_REBUILD_TARGET_SECONDS = 20.0
 CLEANED_NOOP_TARGET_SECONDS = 20.0
 # What Dagster 1.13 says when a partition range is asked of assets that cannot run it as one run.
 BATCH_REFUSAL = "BackfillPolicy.single_run()"
-REAL_RAW = Path(os.environ.get("HRM_REAL_RAW", REPO_ROOT.parent / "shared" / "real_raw"))
 # The code location measured; another module exposing ``defs`` (a work-in-progress variant of
 # the tokenized assets, say) can be benched through the same commands.
 DEFINITIONS_MODULE = os.environ.get("HRM_BENCH_DEFINITIONS", "hrm_assets.definitions")
@@ -215,8 +214,17 @@ def family_outputs(family: Family, count: int, rng: random.Random) -> list[tuple
     return [(path, *family.conditions) for path in paths]
 
 
-def dmmath_modules(real_raw: Path = REAL_RAW) -> list[str]:
+def real_raw_folder() -> Path:
+    """The checked real raw rows (``bench.tokenization.real_raw_folder``, imported when needed
+    as that module is everywhere here)."""
+    from bench.tokenization import real_raw_folder as find
+
+    return find()
+
+
+def dmmath_modules(real_raw: Path | None = None) -> list[str]:
     """The DeepMind mathematics module names (``algebra__linear_1d``, ...), sorted."""
+    real_raw = real_raw or real_raw_folder()
     folder = real_raw / "dmmath" / "mathematics_dataset-v1.0" / "train-easy"
     return sorted(path.stem for path in folder.glob("*.txt"))
 
@@ -262,11 +270,12 @@ def _jsonl_pairs(path: Path, question: str, answer: str) -> list[tuple[str, str]
     return [(row[question], row[answer]) for row in rows]
 
 
-def real_pools(real_raw: Path = REAL_RAW) -> dict[str, list[tuple[str, str]]]:
+def real_pools(real_raw: Path | None = None) -> dict[str, list[tuple[str, str]]]:
     """(instruction, response) pairs of the real rows, per pool: ``mixed`` (every real
     source), ``gsm8k``, ``math`` and ``dmmath``."""
     from bench.tokenization import real_pairs
 
+    real_raw = real_raw or real_raw_folder()
     dmmath = []
     for path in sorted((real_raw / "dmmath" / "mathematics_dataset-v1.0").rglob("*.txt")):
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -339,11 +348,15 @@ def shard_of_files(planned: list[PlannedFile], shards: int) -> list[list[Planned
 
 
 def write_corpus(
-    cleaned_root: Path, planned: list[PlannedFile], seed: int = SEED, real_raw: Path = REAL_RAW
+    cleaned_root: Path,
+    planned: list[PlannedFile],
+    seed: int = SEED,
+    real_raw: Path | None = None,
 ) -> list[dict]:
     """Write every planned file under ``cleaned_root`` (``GENERATOR_SHARDS`` processes);
     returns the written files' figures sorted by path. Raises ``FileNotFoundError`` without
     the real raw data."""
+    real_raw = real_raw or real_raw_folder()
     if not (real_raw / "gsm8k").is_dir():
         raise FileNotFoundError(f"real raw data not found at {real_raw} (set HRM_REAL_RAW)")
     shards = shard_of_files(planned, GENERATOR_SHARDS)
@@ -1129,7 +1142,7 @@ def run_corpus_shape_benchmark(
     work_dir: Path | None = None,
     log: Log | None = None,
     seed: int = SEED,
-    real_raw: Path = REAL_RAW,
+    real_raw: Path | None = None,
 ) -> CorpusShapeResult:
     """Write the corpus and measure every figure of the module docstring in one run.
 
@@ -1138,6 +1151,7 @@ def run_corpus_shape_benchmark(
     data and ``RuntimeError`` when a command fails or the corpus does not route.
     """
     log = log or (lambda message: None)
+    real_raw = real_raw or real_raw_folder()
     threads = os.cpu_count() or 1
     owned = work_dir is None
     work = Path(tempfile.mkdtemp(prefix="bench-corpus-shape-")) if owned else Path(work_dir)

@@ -3,8 +3,8 @@
     python -m bench.tokenization [--size-mb 64] [--vocab-size 65536] [--threads 2]
                                  [--repeats 1] [--work-dir DIR] [--json PATH]
 
-The corpus is real-like text made from the real rows in ``../shared/real_raw`` (GSM8K,
-MATH, SciBench, TheoremQA, DeepMind mathematics), resampled with seeded mutations so that it
+The corpus is real-like text made from the real raw rows (GSM8K, MATH, SciBench, TheoremQA,
+DeepMind mathematics; :func:`real_raw_folder`), resampled with seeded mutations so that it
 does not repeat itself: numbers redrawn, words swapped for other words of the corpus (drawn by
 their frequency), now and then a passage of CJK, accented or emoji text, or a special-token
 string inside the text. Rows carry data_io's condition tags and are split over JSONL and Parquet
@@ -59,7 +59,6 @@ TRAIN_MB = 64.0
 FILES_PER_SIZE = 4  # half JSONL, half Parquet
 BATCH_ROWS = 4096
 CONDITIONS = ("", "cot", "direct", "noisy,cot", "synth", "cot")
-REAL_RAW = Path(os.environ.get("HRM_REAL_RAW", REPO_ROOT.parent / "shared" / "real_raw"))
 Log = Callable[[str], None]
 
 
@@ -81,8 +80,26 @@ def _json_pairs(path: Path, question: str, answers: Sequence[str]) -> list[tuple
     return pairs
 
 
-def real_pairs(real_raw: Path = REAL_RAW) -> list[tuple[str, str]]:
-    """(instruction, response) pairs of the real rows in ``real_raw``."""
+def real_raw_folder() -> Path:
+    """The real raw rows, checked against their pinned SHA-256: the mirror ``$HRM_REAL_RAW`` or
+    the cache filled from their public origins (tests/support/real_raw.py, which the tests use
+    too). FileNotFoundError, saying how to provide them, when neither is there."""
+    tests = str(REPO_ROOT / "tests")
+    sys.path.insert(0, tests)
+    try:
+        from support.real_raw import RealRawUnavailable, real_raw_root
+    finally:
+        sys.path.remove(tests)
+    try:
+        return real_raw_root()
+    except RealRawUnavailable as error:
+        raise FileNotFoundError(f"real raw rows unavailable: {error}") from error
+
+
+def real_pairs(real_raw: Path | None = None) -> list[tuple[str, str]]:
+    """(instruction, response) pairs of the real rows in ``real_raw`` (default:
+    :func:`real_raw_folder`)."""
+    real_raw = real_raw or real_raw_folder()
     if not real_raw.is_dir():
         raise FileNotFoundError(f"real raw data not found at {real_raw} (set HRM_REAL_RAW)")
     pairs = _jsonl_pairs(real_raw / "gsm8k" / "train.jsonl", "question", "answer")
@@ -431,7 +448,7 @@ def run_tokenization_benchmark(
     repeats: int = 1,
     work_dir: Path | None = None,
     log: Log | None = None,
-    real_raw: Path = REAL_RAW,
+    real_raw: Path | None = None,
 ) -> dict:
     """Measure the three methods at ``size_mb / 16``, ``/ 4`` and ``size_mb`` megabytes of text.
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: real raw data from ../shared/real_raw and a small trained tokenizer."""
+"""Shared fixtures: the real raw rows (tests/support/real_raw.py: a mirror named by HRM_REAL_RAW,
+or the pinned public files in the cache) and a small trained tokenizer."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-REAL_RAW = Path(os.environ.get("HRM_REAL_RAW", REPO_ROOT.parent / "shared" / "real_raw"))
 
 # Text that exercises the tokenizer's corners: CJK, emoji (with ZWJ and skin tones), combining
 # marks, non-NFC input, special-token strings inside text, long whitespace and digit runs.
@@ -54,14 +54,18 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def real_raw() -> Path:
-    if not REAL_RAW.is_dir():
-        pytest.fail(f"real raw data not found at {REAL_RAW} (set HRM_REAL_RAW)")
-    return REAL_RAW
+    """The folder of the pinned real raw rows (``make test`` has checked it is there)."""
+    from support.real_raw import RealRawUnavailable, real_raw_root
+
+    try:
+        return real_raw_root()
+    except RealRawUnavailable as error:
+        pytest.fail(f"real raw rows unavailable: {error}")
 
 
-def _training_documents() -> list[str]:
+def _training_documents(real_raw: Path) -> list[str]:
     docs = list(TRICKY_TEXTS) * 3
-    with open(REAL_RAW / "gsm8k" / "train.jsonl", encoding="utf-8") as handle:
+    with open(real_raw / "gsm8k" / "train.jsonl", encoding="utf-8") as handle:
         for index, line in enumerate(handle):
             if index >= 1500:
                 break
@@ -71,10 +75,10 @@ def _training_documents() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def small_tokenizer_path(tmp_path_factory) -> Path:
+def small_tokenizer_path(tmp_path_factory, real_raw) -> Path:
     """A data_io-configured byte-level BPE (vocab 2,048) trained on real GSM8K text."""
     path = tmp_path_factory.mktemp("tokenizer") / "tokenizer.json"
-    train_tokenizer(_training_documents(), vocab_size=2048).save(str(path))
+    train_tokenizer(_training_documents(real_raw), vocab_size=2048).save(str(path))
     return path
 
 

@@ -2,7 +2,7 @@
 filters, output layouts, and the declared sources' place in the registry and the Dagster graph.
 
 GSM8K declared in YAML is compared byte for byte with the built-in source and with data_io's own
-golden file, on the real raw rows (../shared/real_raw) laid out as the Hub repository.
+golden file, on the real raw rows (tests/support/real_raw.py) laid out as the Hub repository.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 ``tests/golden/cleaned/`` holds the outputs of data_io's scripts (``data/...`` and
 ``data_clustered/...``, as data_io lays them out) and a README saying how they were made. Both
 data_io and this test read the raw root that :func:`build_golden_raw_root` lays out: subsets of
-the real raw data in ``../shared/real_raw`` (GSM8K, MATH, dmmath) and a small invented ARB
-download (Platypus). This test cleans that root with our pipeline and compares every file.
+the real raw rows of GSM8K, MATH and dmmath (tests/support/real_raw.py) and a small invented
+ARB download (Platypus). This test cleans that root with our pipeline and compares every file.
 
 ``python tests/cleaning/test_golden_cleaned.py RAW_DIR`` writes the same raw root (for making the
 golden files again, see the README).
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -22,9 +21,6 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "cleaned"
-REAL_RAW = Path(
-    os.environ.get("HRM_REAL_RAW", Path(__file__).resolve().parents[3] / "shared" / "real_raw")
-)
 
 # Our source name -> the data_io script that writes its files.
 GOLDEN_SOURCES = {
@@ -229,4 +225,7 @@ def test_cleaned_file_is_byte_identical_to_data_ios(cleaned, relative):
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python tests/cleaning/test_golden_cleaned.py RAW_DIR")
-    build_golden_raw_root(REAL_RAW, Path(sys.argv[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from support.real_raw import real_raw_root
+
+    build_golden_raw_root(real_raw_root(), Path(sys.argv[1]))

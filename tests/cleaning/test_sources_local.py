@@ -2,7 +2,7 @@
 
 Expected rows are computed here by restating each data_io script over the raw fixture (its own
 loops, globs, polars expressions and tar walk), not with the code under test. dmmath runs on real
-files from ../shared/real_raw; every other fixture is synthetic, written by the test in the raw
+files of the real raw rows; every other fixture is synthetic, written by the test in the raw
 schema of its source.
 """
 

@@ -3,7 +3,7 @@ data_io's ``pipe/clean_platypus/`` scripts.
 
 Expected rows come from restating each script here (with pandas where the script uses it)
 over the raw fixture, not from the code under test. scibench and theoremqa run on real raw
-data (``../shared/real_raw``); the other fixtures are small, invented here in the Hub (or
+data (tests/support/real_raw.py); the other fixtures are small, invented here in the Hub (or
 download) schema and labelled synthetic. Everything loads from local raw roots.
 """
 

@@ -1,9 +1,10 @@
 """Writes the golden inputs cleaned/ and cleaned_custom/ into the current folder (see README.md).
 
-GSM8K rows come from ``$HRM_REAL_RAW/gsm8k/train.jsonl`` (default ``/work/shared/real_raw``)."""
+GSM8K rows come from ``gsm8k/train.jsonl`` of the real raw rows (tests/support/real_raw.py: the
+mirror ``$HRM_REAL_RAW``, or the pinned files in the cache)."""
 
 import json
-import os
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,7 +30,10 @@ def write_parquet(path, rows, string_type, columns=FIELDS, row_group_size=None):
     pq.write_table(table, path, row_group_size=row_group_size)
 
 
-real_raw = Path(os.environ.get("HRM_REAL_RAW", "/work/shared/real_raw"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from support.real_raw import real_raw_root  # noqa: E402
+
+real_raw = real_raw_root()
 with open(real_raw / "gsm8k" / "train.jsonl", encoding="utf-8") as lines:
     gsm8k = [json.loads(line) for _, line in zip(range(6), lines, strict=False)]
 tricky = [

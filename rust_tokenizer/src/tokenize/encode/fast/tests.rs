@@ -1,5 +1,6 @@
 //! The fast engine against the `tokenizers` crate as oracle: tokenizers trained in data_io's
-//! configuration on real text (../shared/real_raw), hand-picked corner cases and random text.
+//! configuration on real text (the real raw rows in `$HRM_REAL_RAW`, which `make test-rust` sets:
+//! tests/support/real_raw.py), hand-picked corner cases and random text.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -74,16 +75,20 @@ pub(crate) const TRICKY_TEXTS: [&str; 16] = [
     "\u{0}\u{1}\u{7f}\u{ad}\u{e000}\u{fffd}\u{10ffff}",
 ];
 
+/// The folder of the real raw rows: `$HRM_REAL_RAW`, which `make test-rust` sets to the checked
+/// mirror or cache (`python tests/support/real_raw.py` prints it).
 fn real_raw() -> PathBuf {
     std::env::var_os("HRM_REAL_RAW")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/real_raw"))
+        .unwrap_or_else(|| {
+            panic!("HRM_REAL_RAW is not set: run `make test-rust` (tests/support/real_raw.py)")
+        })
 }
 
 fn jsonl_texts(relative: &str, fields: &[&str], limit: usize) -> Vec<String> {
     let path = real_raw().join(relative);
     let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|err| panic!("{}: {err} (set HRM_REAL_RAW)", path.display()));
+        .unwrap_or_else(|err| panic!("{}: {err} (HRM_REAL_RAW)", path.display()));
     text.lines()
         .take(limit)
         .flat_map(|line| {
