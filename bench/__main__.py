@@ -433,7 +433,7 @@ def tokenization_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     ]
     section = (
         "`bench/tokenization.py` (see its docstring): real-like text resampled from the real "
-        "rows in `../shared/real_raw`, split over JSONL and Parquet cleaned files, taken to the "
+        "raw rows (tests/support/real_raw.py), in JSONL and Parquet cleaned files, taken to the "
         "five arrays per file by the `tokenizers` package in data_io's configuration "
         "(`python`), the Rust core on the `tokenizers` crate (`reference`) and the Rust core's "
         f"own encoder (`fast`), each in a fresh process on {threads} threads, "
@@ -621,7 +621,7 @@ def corpus_shape_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
     section = (
         "`bench/corpus_shape.py` (see its docstring): a generated cleaned tree with data_io's "
         "file layout, each file named by its source's own route and checked to be a partition "
-        "of its `tokenized/<source>`; rows are real rows of `../shared/real_raw` (GSM8K, MATH, "
+        "of its `tokenized/<source>`; rows are real raw rows (GSM8K, MATH, "
         "TheoremQA, SciBench, DeepMind mathematics), mutated so that copies differ, with each "
         f"source's condition tags. Written in {corpus['seconds']:,.0f} s; tokenizer: "
         f"{result.tokenizer['vocab_size']:,} ids trained on "

@@ -15,6 +15,10 @@ RAW_ROOT_ENV = "HRM_RAW_ROOT"
 CLEANED_ROOT_ENV = "HRM_CLEANED_ROOT"
 TOKENIZER_ROOT_ENV = "HRM_TOKENIZER_ROOT"
 TOKENIZED_ROOT_ENV = "HRM_TOKENIZED_ROOT"
+# Cleaned roots adopted as they are, instead of the cleaned root (docs/COMING_FROM_DATA_IO.md):
+# folders separated by os.pathsep (":"), e.g. data_io's "data:data_clustered" or a Hub
+# download's snapshot folder. Never written; see hrm_assets.adoption.cleaned.
+ADOPT_CLEANED_ENV = "HRM_ADOPT_CLEANED"
 # Local working cache of remote roots (docs/STORAGE.md); default ~/.cache/hrm-data.
 CACHE_DIR_ENV = "HRM_CACHE_DIR"
 DEFAULT_DATA_ROOT = "data"
@@ -22,7 +26,7 @@ SOURCES_YAML_ENV = "HRM_SOURCES_YAML"
 SOURCES_YAML_NAME = "sources.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
-# File names of the contract between the stages (CONTRACTS.md): a tokenizer folder holds
+# File names of the contract between the stages (docs/CONTRACTS.md): a tokenizer folder holds
 # TOKENIZER_JSON; a tokenized root holds TOKENIZER_INFO_FILE, and each task folder and sampled
 # folder METADATA_FILE and TOKENS_FILE.
 TOKENIZER_JSON = "tokenizer.json"
@@ -65,6 +69,13 @@ def raw_root() -> Location | None:
     from the Hub."""
     value = os.environ.get(RAW_ROOT_ENV)
     return parse_location(value) if value else None
+
+
+def adopted_cleaned_roots(value: str | None = None) -> list[Path]:
+    """The adopted cleaned roots of ``value`` (default ``$HRM_ADOPT_CLEANED``), absolute; empty
+    when unset."""
+    value = os.environ.get(ADOPT_CLEANED_ENV, "") if value is None else value
+    return [Path(part).absolute() for part in value.split(os.pathsep) if part.strip()]
 
 
 def sources_yaml_path() -> Path | None:

@@ -5,7 +5,7 @@
 (``hrm_assets.defs.sampled.assets``) and the table in ``docs/SAMPLING.md`` (checked by a test
 against :func:`markdown_table`) all read them here.
 
-The numbers are data_io's ``sample_tokenized.py`` defaults (CONTRACTS.md section 3).
+The numbers are data_io's ``sample_tokenized.py`` defaults (docs/CONTRACTS.md section 3).
 ``drop_short_after_truncate`` is hrm-data's own and off, so the default bytes stay data_io's.
 The paths are not here: they default to the project's layout (``hrm_assets.common.settings``), and
 the Dagster asset takes them from its ``DataPaths`` resource and training node.

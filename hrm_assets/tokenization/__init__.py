@@ -1,4 +1,5 @@
-"""Stage 3, tokenization: cleaned files -> tokenized folders of ``.npy`` arrays (CONTRACTS.md 2).
+"""Stage 3, tokenization: cleaned files -> tokenized folders of ``.npy`` arrays (docs/CONTRACTS.md
+section 2).
 
 - :mod:`~hrm_assets.tokenization.tokenize`: the Python face of the Rust encoder
   (``hrm_assets._core``), data versions, ownership of output folders, and data_io's tokenizer

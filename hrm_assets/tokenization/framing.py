@@ -1,7 +1,7 @@
 """How a cleaned row becomes tokens: the special tokens around instruction and response.
 
 A row is ``[BOQ, tag ids..., instruction ids..., EOQ]`` followed by
-``[response ids..., EOA]`` (CONTRACTS.md section 2). The defaults are data_io's.
+``[response ids..., EOA]`` (docs/CONTRACTS.md section 2). The defaults are data_io's.
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def test_corpus_files_route_to_their_sources_and_hold_valid_rows(tmp_path):
     assert corpus_shape.routing_problems(tmp_path / "a", planned) == []
     for entry in written:
         path = tmp_path / "a" / entry["relative"]
-        rows = list(iter_cleaned_rows(path))  # validates every row (CONTRACTS.md section 1)
+        rows = list(iter_cleaned_rows(path))  # validates every row (docs/CONTRACTS.md section 1)
         assert len(rows) == entry["rows"] >= corpus_shape.MIN_ROWS
         assert sum(len(r.instruction) + len(r.response) for r in rows) > 0
     corpus_shape.write_corpus(tmp_path / "b", planned)

@@ -8,6 +8,10 @@ reads, ``python -m hrm_assets.quickstart`` materializes the demo), and every com
 table runs there through ``bash -c``, in the table's order, in an environment without any
 ``DAGSTER_*`` or ``HRM_*`` variable. The repository itself is never written to.
 
+Every other command the README names is one of those (or another form of one in the same row,
+which runs too), one of the two steps above, or a ``make`` target or a command the Makefile runs
+(the README's quickstart and table of targets): ``test_the_readme_names_no_command_left_untested``.
+
 ``dagster dev`` serves until stopped: it runs until its webserver answers (on a free port,
 through Dagster's own ``DAGSTER_WEBSERVER_PORT``, so the command stays as written) and must show
 the demo's runs, which only the project's instance holds.
@@ -56,6 +60,52 @@ def using_it_commands(readme: str) -> list[tuple[str, str]]:
     return rows
 
 
+PROGRAMS = ("dagster ", "python ", "hrm-")
+DEMO_STEPS = ("python -m hrm_assets.local_env", "python -m hrm_assets.quickstart")
+
+
+def code_spans(text: str) -> list[str]:
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+def is_command(span: str) -> bool:
+    """A command with arguments of a program the README's commands run. A name alone is a
+    mention, not a command: a program (``hrm-verify``), a module (``python -m
+    hrm_assets.verify``), a Dagster sub-command without options (``dagster job execute``)."""
+    words = span.split()
+    if span == "dagster dev":
+        return True
+    if words[0] == "dagster":
+        return any(word.startswith("-") for word in words)
+    if words[0] == "python":
+        return len(words) > 3
+    return words[0].startswith("hrm-") and len(words) > 1
+
+
+def in_makefile(span: str, makefile: str) -> bool:
+    """Whether a line of the Makefile runs ``span``: its words in order, others between them
+    (``pip install -c constraints.txt`` in ``$(PYTHON) -m pip install --progress-bar off -c
+    constraints.txt ...``)."""
+    for line in makefile.splitlines():
+        words = iter(line.split())
+        if all(word in words for word in span.split()):
+            return True
+    return False
+
+
+def using_it_alternatives(readme: str) -> list[tuple[str, str]]:
+    """(what, command) of the other commands a row of the table gives (``(or name sources:
+    `hrm-materialize-tokenized flan tasksource`)``), after its first."""
+    section = readme.split("\n## Using it\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|", 1)]
+        if line.startswith("|") and len(cells) == 2 and not cells[1].startswith("command"):
+            spans = code_spans(cells[1])[1:]
+            rows += [(cells[0], span) for span in spans if is_command(span)]
+    return rows
+
+
 def test_the_using_it_table_is_parsed_whole():
     rows = using_it_commands(README.read_text(encoding="utf-8"))
     whats = [what for what, _ in rows]
@@ -63,6 +113,30 @@ def test_the_using_it_table_is_parsed_whole():
     assert len(rows) >= 10
     programs = {"dagster", "python", "hrm-verify", "hrm-materialize-tokenized"}
     assert all(command.split()[0] in programs for _, command in rows)
+
+
+def test_the_readme_names_no_command_left_untested():
+    """Every command in the README runs here (the table, its other forms, the demo's steps),
+    and every ``make``/``pip``/``pytest``/``ruff`` one is a Makefile target or in its recipes."""
+    readme = README.read_text(encoding="utf-8")
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.MULTILINE))
+    tested = {command for _, command in using_it_commands(readme)}
+    tested |= {command for _, command in using_it_alternatives(readme)} | set(DEMO_STEPS)
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", readme, re.DOTALL)
+    block_lines = [line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines()]
+    untested = []
+    for span in code_spans(readme) + [line for line in block_lines if line]:
+        if span.startswith("make "):
+            if span.split()[1] not in targets:
+                untested.append(span)
+        elif span.startswith(("pip ", "pytest ", "ruff ")):
+            if not in_makefile(span, makefile):
+                untested.append(span)
+        elif is_command(span) and span not in tested:
+            untested.append(span)
+    assert not untested, f"README commands no test runs: {untested}"
+    assert "hrm-materialize-tokenized flan tasksource" in tested
 
 
 def _copy_checkout(target: Path) -> None:
@@ -151,7 +225,8 @@ def test_demo_prints_a_line_per_stage_and_the_summary(demo_checkout):
 
 def test_every_using_it_command_works_as_written(demo_checkout, tmp_path):
     checkout, env, _ = demo_checkout
-    for what, command in using_it_commands(README.read_text(encoding="utf-8")):
+    readme = README.read_text(encoding="utf-8")
+    for what, command in using_it_commands(readme) + using_it_alternatives(readme):
         if command == "dagster dev":
             found = _serve_ui(command, checkout, env, tmp_path / "dagster-dev.log")
             assert found["runsOrError"]["count"] > 0, "dagster dev opened another instance"

@@ -1,5 +1,5 @@
 """The epoch draw: the Rust core's restatement of numpy's Philox permutations, and its epochs,
-against numpy's own (CONTRACTS.md section 3: the sampled arrays are data_io's, byte for byte)."""
+against numpy's own (docs/CONTRACTS.md section 3: sampled arrays are data_io's byte for byte)."""
 
 from __future__ import annotations
 

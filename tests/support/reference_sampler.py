@@ -1,4 +1,4 @@
-"""data_io's ``sample_tokenized.py`` restated on purpose, as an oracle (CONTRACTS.md section 3):
+"""data_io's ``sample_tokenized.py`` restated on purpose as an oracle (docs/CONTRACTS.md section 3):
 plain Python lists and loops sharing no code with hrm_assets.sampling, rendering data_io's
 report lines. Every output file of the real sampler must match it byte for byte."""
 
@@ -26,7 +26,7 @@ def reference_sample(
     context_size=4097,
     min_resp_length=2,
 ) -> dict:
-    """CONTRACTS.md section 3 in plain Python. Returns the report text and per-task counts."""
+    """docs/CONTRACTS.md section 3 in plain Python. Returns the report text and per-task counts."""
     info = json.loads((tokenized / "tokenizer_info.json").read_text(encoding="utf-8"))
     names = sorted(p.name for p in tokenized.iterdir() if p.is_dir())
     all_tokens: list[int] = []
@@ -134,7 +134,7 @@ def write_reference_manifest(out: Path) -> None:
         }
         for path in sorted([*out.rglob("*.npy"), out / "metadata.json"])
     }
-    manifest = {"files": files, "format": "hrm-data-manifest/1"}
+    manifest = {"files": files, "format": "hrm-data-manifest/1", "kind": "sampled"}
     (out / "manifest.json").write_bytes(
         json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode("utf-8")
     )

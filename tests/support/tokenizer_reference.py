@@ -1,4 +1,4 @@
-"""The tokenizer oracle the tests share: data_io's framing (CONTRACTS.md section 2) restated
+"""The tokenizer oracle the tests share: data_io's framing (docs/CONTRACTS.md section 2) restated
 on purpose with the Python ``tokenizers`` package, so that every array the Rust core writes is
 checked against an independent computation; and real GSM8K rows written as cleaned files."""
 
@@ -31,7 +31,7 @@ def python_ids(tokenizer: Tokenizer, text: str) -> list[int]:
 def reference_arrays(
     tokenizer_path: Path, rows: list[dict], framing: Framing | None = None
 ) -> dict[str, np.ndarray]:
-    """CONTRACTS.md section 2, computed with the Python tokenizers package."""
+    """docs/CONTRACTS.md section 2, computed with the Python tokenizers package."""
     framing = framing or Framing()
     tokenizer = python_tokenizer(tokenizer_path)
     token_id = tokenizer.token_to_id

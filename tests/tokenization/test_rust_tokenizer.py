@@ -1,6 +1,6 @@
 """The Rust encoder (hrm_assets._core) against the Python `tokenizers` package.
 
-The reference (tests/support/tokenizer_reference.py) re-implements the framing of CONTRACTS.md
+The reference (tests/support/tokenizer_reference.py) re-implements the framing of docs/CONTRACTS.md
 section 2 with the Python package, so every array the Rust module writes is checked against an
 independent computation.
 """

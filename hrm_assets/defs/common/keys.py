@@ -1,4 +1,4 @@
-"""Asset keys and group names of the graph (CONTRACTS.md section 5)."""
+"""Asset keys and group names of the graph (docs/CONTRACTS.md section 5)."""
 
 import dagster as dg
 

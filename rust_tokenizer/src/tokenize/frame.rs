@@ -1,4 +1,4 @@
-//! The framing of a row (CONTRACTS.md section 2):
+//! The framing of a row (docs/CONTRACTS.md section 2):
 //! `[BOQ, tag ids..., instruction ids..., EOQ]` then `[response ids..., EOA]`.
 
 use std::collections::BTreeMap;

@@ -1,0 +1,132 @@
+"""A clone stands on its own: no tracked file refers to a folder beside the checkout (the
+``shared`` folder some machines have next to it) or to an absolute path of one machine (this
+checkout's own path or its parent, a user's home, a workspace mount).
+
+One reference is allowed, and only as written: ``.ci/run`` points ``HRM_REAL_RAW`` at the mirror
+of the real raw rows that CI provides beside the clone, when the variable is not set already.
+Paths inside the Docker image the project defines (``/opt/dagster``, the image user's home
+``/home/dagster``, ``/root/.cargo`` in its build stage) and scratch folders under ``/tmp`` name
+no one machine and are not refused.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SHARED = ".." + "/shared"  # spelled in two pieces so this file does not match itself
+
+# The one allowed reference: (file, the whole line, stripped).
+ALLOWED = {
+    (".ci/run", 'export HRM_REAL_RAW="${HRM_REAL_RAW:-$PWD/' + SHARED + '/real_raw}"'),
+}
+# An absolute path under a user's home or a machine's workspace mount.
+MACHINE_PATH = re.compile(r"(?<![\w.~$}-])/(?:work|Users|mnt|home/(?!dagster/)[\w.-]+)/")
+# Python reaching for the folder beside the checkout: `ROOT.parent / "shared"`, `parents[3] / ...`.
+PARENT_SHARED = re.compile(r"\.parents?(?:\[\d+\])?\s*/\s*[\"']shared[\"']")
+ROOT_USER = re.compile(r"(?<![\w.~$}-])/root/")
+# A local path as a whole path (not inside a URL or a longer name): prefix, escaped path, suffix.
+LOCAL = (r"(?<![\w.~$}:/-])", r"(?![\w.-])")
+
+
+def machine_paths() -> list[str]:
+    """This checkout's absolute path and its parent (unless that is ``/``): on another machine
+    they mean nothing."""
+    paths = [str(REPO_ROOT)]
+    if REPO_ROOT.parent != Path(REPO_ROOT.anchor):
+        paths.append(str(REPO_ROOT.parent))
+    return paths
+
+
+def offences(name: str, text: str, local_paths: list[str]) -> list[str]:
+    """``file:line: text`` of every line of ``text`` that refers to a folder beside the
+    checkout or to an absolute machine path."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if (name, line.strip()) in ALLOWED:
+            continue
+        bad = (
+            SHARED in line
+            or "..\\shared" in line
+            or PARENT_SHARED.search(line)
+            or MACHINE_PATH.search(line)
+            or (ROOT_USER.search(line) and not name.startswith("docker/"))
+            or any(re.search(LOCAL[0] + re.escape(p) + LOCAL[1], line) for p in local_paths)
+        )
+        if bad:
+            found.append(f"{name}:{number}: {line.strip()[:160]}")
+    return found
+
+
+def tracked_text_files() -> dict[str, str]:
+    names = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    files = {}
+    for name in filter(None, (raw.decode() for raw in names)):
+        path = REPO_ROOT / name
+        if not path.is_file():  # deleted in the work tree, not yet committed
+            continue
+        data = path.read_bytes()
+        if b"\0" in data[:8192]:
+            continue  # binary (golden arrays, Parquet)
+        files[name] = data.decode("utf-8", errors="replace")
+    return files
+
+
+def test_no_tracked_file_refers_outside_the_clone():
+    local_paths = machine_paths()
+    files = tracked_text_files()
+    assert "README.md" in files and ".ci/run" in files
+    found = [line for name, text in files.items() for line in offences(name, text, local_paths)]
+    assert not found, "references outside the clone:\n" + "\n".join(found)
+
+
+def test_ci_run_has_the_one_allowed_line():
+    lines = {line.strip() for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines()}
+    assert {line for name, line in ALLOWED if name == ".ci/run"} <= lines
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'REAL_RAW = REPO_ROOT.parent / "shared" / "real_raw"',
+        "os.environ.get('X', Path(__file__).resolve().parents[3] / 'shared')",
+        '.join("' + ".." + '/../shared/real_raw")',
+        "see " + SHARED + "/CONTRACTS.md",
+        'Path(os.environ.get("HRM_REAL_RAW", "/work/shared/real_raw"))',
+        "python /home/alice/hrm-data/tests/x.py",
+        "open /Users/bob/data",
+        "cache at /root/.cache/hrm-data",
+        'export HRM_REAL_RAW="$PWD/' + SHARED + '/real_raw"',  # not the allowed line
+    ],
+)
+def test_the_check_refuses(line):
+    assert offences("tests/x.py", line, ["/somewhere/checkout"])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "output_path=/dev/shm/sampled",
+        "mkdir -p /tmp/golden_work",
+        "HRM_CACHE_DIR: /home/dagster/.cache/hrm-data  # in the container",
+        "WORKDIR /opt/dagster/app",
+        "default ~/.cache/hrm-data",
+        "the shared folder, shared/real_raw in a mirror",
+        "s3://bucket/work/x and $HOME/work/x",
+    ],
+)
+def test_the_check_lets_through(line):
+    assert not offences("docs/x.md", line, ["/somewhere/checkout"])
+
+
+def test_the_checkouts_own_path_is_refused():
+    assert offences("docs/x.md", "cd /somewhere/checkout/tests", ["/somewhere/checkout"])
+    assert not offences("docs/x.md", "cd /somewhere/checkout-old", ["/somewhere/checkout"])
+    assert offences("docker/Dockerfile", "python /home/alice/x", [])
+    assert not offences("docker/Dockerfile", "ENV PATH=/root/.cargo/bin:$PATH", [])
