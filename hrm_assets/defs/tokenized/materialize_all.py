@@ -63,9 +63,9 @@ def materialize_sources(
         tokenized = written_partitions(result)
         others = "unchanged" if result.success else "unchanged or not reached"
         log(
-            f"tokenized/{source}: {len(keys):,} partition(s) {outcome}: {len(tokenized):,} "
-            f"tokenized, {len(keys) - len(tokenized):,} {others} in "
-            f"{time.monotonic() - started:.1f} s (run {result.run_id})"
+            f"tokenized/{source}: {len(keys):,} partition(s) {outcome} in "
+            f"{time.monotonic() - started:.1f} s (run {result.run_id}): {len(tokenized):,} "
+            f"tokenized, {len(keys) - len(tokenized):,} {others}"
         )
         if not result.success:
             failed.append(source)
