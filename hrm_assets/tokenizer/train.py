@@ -219,6 +219,17 @@ def _adopted(out_path: Path, log: Callable[[str], None]) -> TokenizerOutcome:
     return TokenizerOutcome(out_path, digest, vocab, False, 0, adopted=True)
 
 
+def adopted_tokenizer(
+    out_path: Path, log: Callable[[str], None] = lambda message: None
+) -> TokenizerOutcome | None:
+    """The outcome of adopting the ``tokenizer.json`` at ``out_path`` when this project did
+    not write it (None when there is none, or it is ours); nothing is written."""
+    out_path = Path(out_path)
+    if not out_path.is_file() or is_ours(out_path):
+        return None
+    return _adopted(out_path, log)
+
+
 def build_tokenizer(
     cleaned_root: Path,
     out_path: Path,

@@ -13,6 +13,7 @@ from hrm_assets.common.build_record import is_current, read_record, write_record
 from hrm_assets.common.hashing import file_sha256, tree_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.common.storage import ObjectRoot, cache_root, remote_tree_sha256
+from hrm_assets.defs.cleaned.adopted import record_adopted_source
 from hrm_assets.defs.cleaned.checks import (
     ROWS_VALID,
     rows_valid_from_summary,
@@ -94,6 +95,8 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         check_specs=[rows_valid_spec(spec)],
     )
     def cleaned(context: dg.AssetExecutionContext, data_paths: DataPaths) -> dg.MaterializeResult:
+        if data_paths.adopted_cleaned_roots:  # an adopted corpus is recorded, never cleaned
+            return record_adopted_source(context, spec, data_paths)
         raw_path = data_paths.raw_path
         observation = observe_raw(spec, raw_path)
         inputs = value_sha256({"raw": observation.version, "code": source_code_version(spec)})

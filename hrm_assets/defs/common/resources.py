@@ -1,5 +1,6 @@
 """The one resource every asset reads its locations from."""
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -24,6 +25,9 @@ class DataPaths(dg.ConfigurableResource):
     cleaned_at: str | None = None
     tokenizer_at: str | None = None
     tokenized_at: str | None = None
+    # Cleaned roots adopted as they are (``$HRM_ADOPT_CLEANED``, os.pathsep-separated): when
+    # set, they are the cleaned corpus, recorded and tokenized but never written.
+    adopted_cleaned: str | None = None
 
     @classmethod
     def from_environment(cls) -> "DataPaths":
@@ -36,7 +40,9 @@ class DataPaths(dg.ConfigurableResource):
                 ("tokenized_at", settings.TOKENIZED_ROOT_ENV),
             )
         }
+        adopted = os.environ.get(settings.ADOPT_CLEANED_ENV) or None
         return cls(
+            adopted_cleaned=adopted,
             data_root=str(settings.data_location()),
             raw_root=str(raw) if raw else None,
             prefix_config_path=str(settings.default_prefix_config_path()),
@@ -57,6 +63,11 @@ class DataPaths(dg.ConfigurableResource):
     @property
     def tokenized_location(self) -> Location:
         return self._location(self.tokenized_at, "tokenized")
+
+    @property
+    def adopted_cleaned_roots(self) -> list[Path]:
+        """The adopted cleaned roots (empty: the cleaned root is ours)."""
+        return settings.adopted_cleaned_roots(self.adopted_cleaned or "")
 
     @property
     def raw_location(self) -> Location | None:

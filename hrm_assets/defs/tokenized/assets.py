@@ -110,6 +110,29 @@ def cleaned_files_for(
     return found, missing
 
 
+def adopted_files_for(
+    spec: SourceSpec, roots: Sequence[Path], partitions: Sequence[str]
+) -> tuple[list[CleanedFile], list[TokenizeFailure]]:
+    """:func:`cleaned_files_for` over adopted cleaned roots (``HRM_ADOPT_CLEANED``), read
+    once for all the partitions; links to files (a Hub cache) are their files."""
+    from hrm_assets.adoption.cleaned import scan_adopted
+
+    try:
+        present = {item.safe_name: item for item in scan_adopted(roots).files}
+    except LayoutError as error:
+        return [], [TokenizeFailure(key, error) for key in partitions]
+    found, missing = [], []
+    for key in partitions:
+        item = present.get(key)
+        if item is None or not spec.writes(item.relative):
+            where = ", ".join(str(root) for root in roots)
+            problem = f"cleaned file for partition {key!r} of {spec.name} not found under {where}"
+            missing.append(TokenizeFailure(key, FileNotFoundError(problem)))
+        else:
+            found.append(item)
+    return found, missing
+
+
 def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     asset_key = tokenized_key(spec.name)
     deps = [cleaned_key(spec.name), TOKENIZER_KEY]
@@ -148,12 +171,16 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         partitions = context.partition_keys
         tokenized_root = data_paths.tokenized_root
         remote = remote_roots(data_paths)
+        adopted = data_paths.adopted_cleaned_roots
         if remote is None:
-            files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
+            if adopted:
+                files, failures = adopted_files_for(spec, adopted, partitions)
+            else:
+                files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
             setup = tokenizer_setup(data_paths)  # hashed once
             # Before anything is written: nested roots would put outputs among the cleaned
             # files.
-            check_roots_apart([data_paths.cleaned_root], tokenized_root)
+            check_roots_apart(adopted or [data_paths.cleaned_root], tokenized_root)
             write_tokenizer_info(tokenized_root, setup)
             vocab_size = tokenized_vocab_size(tokenized_root)
             results = tokenize_files(files, tokenized_root, setup, threads=config.threads)

@@ -5,12 +5,14 @@ import dagster as dg
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedScan, scan_cleaned_tree
 from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.defs.cleaned.adopted import changed_sources, read_adopted
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import (
     TOKENIZED_PARTITIONS,
     partition_requests,
     remove_owned_output_at,
 )
+from hrm_assets.defs.tokenizer.assets import adopted_tokenizer_record
 from hrm_assets.tokenization.partitioning import files_by_source
 from hrm_assets.tokenization.remote import RemoteCleaned
 
@@ -25,6 +27,8 @@ from hrm_assets.tokenization.remote import RemoteCleaned
 def cleaned_files_sensor(
     context: dg.SensorEvaluationContext, data_paths: DataPaths
 ) -> dg.SensorResult:
+    if data_paths.adopted_cleaned_roots:
+        return adopted_tick(context, data_paths)
     cleaned_root = data_paths.cleaned_root
     if isinstance(data_paths.cleaned_location, ObjectRoot):
         # One listing of the bucket; the files appear at their place in the working copy.
@@ -58,3 +62,44 @@ def cleaned_files_sensor(
             f"{names}{', ...' if len(scan.symlinks) > 5 else ''}"
         )
     return dg.SensorResult(dynamic_partitions_requests=requests)
+
+
+def adopted_tick(context: dg.SensorEvaluationContext, data_paths: DataPaths) -> dg.SensorResult:
+    """With adopted cleaned roots: record each source whose files changed (its content version,
+    no run) and an adopted tokenizer, and keep one tokenized partition per file; automation
+    tokenizes from there."""
+    corpus = read_adopted(data_paths)
+    events = changed_sources(context.instance, corpus)
+    tokenizer = adopted_tokenizer_record(context.instance, data_paths)
+    if tokenizer is not None:
+        events.append(tokenizer)
+    root = data_paths.adopted_cleaned_roots[0]
+    requests, changes = [], []
+    for name, spec in SOURCES.items():
+        files = corpus.sources[name].files
+        added, removed = partition_requests(context.instance, spec, root, files)
+        partitions_def = TOKENIZED_PARTITIONS[name]
+        if added:
+            requests.append(partitions_def.build_add_request(added))
+        if removed:
+            requests.append(partitions_def.build_delete_request(removed))
+            for key in removed:
+                remove_owned_output_at(data_paths.tokenized_location, key)
+        if added or removed:
+            changes.append(f"{name}: +{len(added)} -{len(removed)}")
+    recorded = ", ".join(event.asset_key.to_user_string() for event in events)
+    context.log.info(
+        f"{len(corpus.files())} adopted cleaned file(s); "
+        + ("; ".join(changes) if changes else "no partition change")
+        + (f"; recorded {recorded}" if events else "")
+    )
+    warning = corpus.unknown_warning()
+    if warning:
+        context.log.warning(warning)
+    if corpus.links_skipped:
+        names = ", ".join(str(path) for path in corpus.links_skipped[:5])
+        context.log.warning(
+            f"{len(corpus.links_skipped)} folder link(s) or dangling link(s) in the adopted "
+            f"roots not followed: {names}"
+        )
+    return dg.SensorResult(asset_events=events, dynamic_partitions_requests=requests)

@@ -18,7 +18,9 @@ from hrm_assets.sampling.prefix_config import load_prefix_rules
 from hrm_assets.tokenizer.train import (
     DEFAULT_VOCAB_SIZE,
     SPECIAL_TOKENS,
+    TokenizerOutcome,
     TokenizerOwnershipError,
+    adopted_tokenizer,
     build_tokenizer,
     record_path_of,
 )
@@ -105,16 +107,45 @@ def tokenizer(
         upload_changed(ObjectStore(tokenizer_location), data_paths.tokenizer_dir, TOKENIZER_FILES)
         path = str(tokenizer_location.join(TOKENIZER_JSON))
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(outcome.sha256),
-        metadata={
-            "path": dg.MetadataValue.path(path),
-            "vocab_size": outcome.vocab_size,
-            "sha256": outcome.sha256,
-            "trained": outcome.trained,
-            # A tokenizer.json hrm-data did not write (data_io's, a download): never modified.
-            "adopted": outcome.adopted,
-            "corpus_changed_since_training": outcome.corpus_changed,
-            "documents": outcome.documents,
-            "special_tokens": dg.MetadataValue.json(list(SPECIAL_TOKENS)),
-        },
+        data_version=dg.DataVersion(outcome.sha256), metadata=tokenizer_metadata(outcome, path)
+    )
+
+
+def tokenizer_metadata(outcome: TokenizerOutcome, path: str) -> dict:
+    return {
+        "path": dg.MetadataValue.path(path),
+        "vocab_size": outcome.vocab_size,
+        "sha256": outcome.sha256,
+        "trained": outcome.trained,
+        # A tokenizer.json hrm-data did not write (data_io's, a download): never modified.
+        "adopted": outcome.adopted,
+        "corpus_changed_since_training": outcome.corpus_changed,
+        "documents": outcome.documents,
+        "special_tokens": dg.MetadataValue.json(list(SPECIAL_TOKENS)),
+    }
+
+
+def adopted_tokenizer_record(
+    instance: dg.DagsterInstance, data_paths: DataPaths
+) -> dg.AssetMaterialization | None:
+    """A record of the tokenizer (without a run) when its root holds a ``tokenizer.json``
+    hrm-data did not write whose hash is not the one last recorded: data_io's tokenizer shows
+    materialized, with its hash and vocabulary, as soon as it is there. Local roots only."""
+    if isinstance(data_paths.tokenizer_location, ObjectRoot):
+        return None
+    path = data_paths.tokenizer_json
+    if not path.is_file():
+        return None
+    event = instance.get_latest_materialization_event(TOKENIZER_KEY)
+    materialization = event.asset_materialization if event is not None else None
+    recorded = materialization.tags.get("dagster/data_version") if materialization else None
+    if recorded is not None and recorded == file_sha256(path):
+        return None
+    outcome = adopted_tokenizer(path)
+    if outcome is None:
+        return None
+    return dg.AssetMaterialization(
+        asset_key=TOKENIZER_KEY,
+        metadata=tokenizer_metadata(outcome, str(path)),
+        tags={"dagster/data_version": outcome.sha256},
     )

@@ -1,0 +1,119 @@
+"""Cleaned assets of adopted roots (``HRM_ADOPT_CLEANED``): recorded from the files as they
+are, never cleaned or written (``hrm_assets.adoption.cleaned`` finds and hashes them).
+
+``cleaned_files_sensor`` records each source whose adopted files changed (a materialization
+with the files' content version, without a run) and registers a tokenized partition per file;
+declarative automation then tokenizes the new and changed files. A cleaned asset run by hand
+in this mode records the same, with its ``rows_valid`` check, instead of cleaning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from hrm_assets.adoption.cleaned import (
+    AdoptedCorpus,
+    SourceFiles,
+    adopt_cleaned,
+    file_records,
+    load_memo,
+    save_memo,
+)
+from hrm_assets.cleaning.sources import SOURCES, SourceSpec
+from hrm_assets.defs.cleaned.checks import rows_valid_result
+from hrm_assets.defs.common.keys import cleaned_key
+from hrm_assets.defs.common.metadata import table
+from hrm_assets.defs.common.resources import DataPaths
+
+DATA_VERSION_TAG = "dagster/data_version"
+
+
+def memo_path(data_paths: DataPaths) -> Path:
+    """Where the adopted files' hashes are kept between ticks (our data root, never theirs)."""
+    return data_paths.root / ".hrm-build" / "adopted-hashes.json"
+
+
+def read_adopted(data_paths: DataPaths) -> AdoptedCorpus:
+    """The adopted roots read now, their files hashed where they changed."""
+    memo = load_memo(memo_path(data_paths))
+    corpus = adopt_cleaned(data_paths.adopted_cleaned_roots, SOURCES.values(), memo)
+    save_memo(memo_path(data_paths), memo, corpus.files())
+    return corpus
+
+
+def adopted_metadata(source: SourceFiles, corpus: AdoptedCorpus) -> dict:
+    """What the UI shows of an adopted source: its files, version and where they come from."""
+    hub = [p for p in corpus.provenance if p.hub_id]
+    metadata = {
+        "adopted": True,
+        "content_sha256": source.version,
+        "file_count": len(source.files),
+        "files": table(file_records(source), ["file", "relative", "bytes", "sha256"]),
+        "provenance": dg.MetadataValue.json([p.as_dict() for p in corpus.provenance]),
+    }
+    if hub:
+        metadata["hub_id"] = ", ".join(sorted({p.hub_id for p in hub if p.hub_id}))
+        metadata["hub_revision"] = ", ".join(sorted({p.revision for p in hub if p.revision}))
+    return metadata
+
+
+def adopted_materialization(source: SourceFiles, corpus: AdoptedCorpus) -> dg.AssetMaterialization:
+    """The record of an adopted source, with its files' content version as data version."""
+    return dg.AssetMaterialization(
+        asset_key=cleaned_key(source.name),
+        metadata=adopted_metadata(source, corpus),
+        tags={DATA_VERSION_TAG: source.version},
+    )
+
+
+def recorded_cleaned_versions(instance: dg.DagsterInstance) -> dict[str, str | None]:
+    """The data version each cleaned asset last recorded (None: never materialized)."""
+    keys = [cleaned_key(name) for name in SOURCES]
+    latest = instance.get_latest_materialization_events(keys)
+    found: dict[str, str | None] = {}
+    for name, key in zip(SOURCES, keys, strict=True):
+        event = latest.get(key)
+        materialization = event.asset_materialization if event is not None else None
+        found[name] = materialization.tags.get(DATA_VERSION_TAG) if materialization else None
+    return found
+
+
+def changed_sources(
+    instance: dg.DagsterInstance, corpus: AdoptedCorpus
+) -> list[dg.AssetMaterialization]:
+    """A record for each source whose adopted files differ from what was last recorded."""
+    recorded = recorded_cleaned_versions(instance)
+    return [
+        adopted_materialization(source, corpus)
+        for name, source in corpus.sources.items()
+        if recorded.get(name) != source.version
+    ]
+
+
+def record_adopted_source(
+    context: dg.AssetExecutionContext, spec: SourceSpec, data_paths: DataPaths
+) -> dg.MaterializeResult:
+    """The cleaned asset's run in adoption mode: the files recorded and checked, none written."""
+    from hrm_assets.defs.tokenized.partitions import sync_partitions
+
+    corpus = read_adopted(data_paths)
+    source = corpus.sources[spec.name]
+    context.log.info(
+        f"{spec.name}: {len(source.files)} adopted file(s) recorded as they are (not cleaned)"
+    )
+    warning = corpus.unknown_warning()
+    if warning:
+        context.log.warning(warning)
+    roots = data_paths.adopted_cleaned_roots
+    added, removed = sync_partitions(
+        context.instance, spec, roots[0], data_paths.tokenized_location, source.files
+    )
+    if added or removed:
+        context.log.info(f"tokenized partitions: +{len(added)} -{len(removed)}")
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(source.version),
+        metadata=adopted_metadata(source, corpus),
+        check_results=[rows_valid_result(source.files)],
+    )
