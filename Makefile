@@ -7,11 +7,11 @@ SHELL := /bin/bash
 
 .PHONY: install constraints extension demo test test-fast test-rust system-packages test-packages bench lint
 
-# `make test` and `make test-rust` read real raw rows (GSM8K, MATH, ...), which the repository
-# does not hold: the mirror named by HRM_REAL_RAW, or the pinned public files in the cache
-# (tests/support/real_raw.py, which checks every file's SHA-256). Found before anything runs,
-# and exported to every recipe; without them make stops at once with one line saying why.
-ifneq ($(filter test test-rust,$(MAKECMDGOALS)),)
+# `make test`, `test-fast` and `test-rust` read real raw rows (GSM8K, MATH, ...), which the
+# repository does not hold: the mirror named by HRM_REAL_RAW, or the pinned public files in the
+# cache (tests/support/real_raw.py, which checks every file's SHA-256). Found before anything
+# runs, and exported to every recipe; without them make stops at once with one line saying why.
+ifneq ($(filter test test-fast test-rust,$(MAKECMDGOALS)),)
 REAL_RAW_DIR := $(shell $(PYTHON) tests/support/real_raw.py)
 ifneq ($(.SHELLSTATUS),0)
 $(error $(REAL_RAW_DIR))
