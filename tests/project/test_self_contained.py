@@ -1,6 +1,6 @@
 """A clone stands on its own: no tracked file refers to a folder beside the checkout (the
 ``shared`` folder some machines have next to it) or to an absolute path of one machine (this
-checkout's own path or its parent, a user's home, a workspace mount).
+checkout's own path, a user's home, a workspace mount).
 
 One reference is allowed, and only as written: ``.ci/run`` points ``HRM_REAL_RAW`` at the mirror
 of the real raw rows that CI provides beside the clone, when the variable is not set already.
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+THIS_FILE = Path(__file__).resolve().relative_to(REPO_ROOT).as_posix()
 SHARED = ".." + "/shared"  # spelled in two pieces so this file does not match itself
 
 # The one allowed reference: (file, the whole line, stripped).
@@ -34,12 +35,9 @@ LOCAL = (r"(?<![\w.~$}:/-])", r"(?![\w.-])")
 
 
 def machine_paths() -> list[str]:
-    """This checkout's absolute path and its parent (unless that is ``/``): on another machine
-    they mean nothing."""
-    paths = [str(REPO_ROOT)]
-    if REPO_ROOT.parent != Path(REPO_ROOT.anchor):
-        paths.append(str(REPO_ROOT.parent))
-    return paths
+    """This checkout's absolute path: on another machine it means nothing. (Not its parent,
+    which may be a folder every machine has, such as ``/tmp`` for a clone made there.)"""
+    return [str(REPO_ROOT)]
 
 
 def offences(name: str, text: str, local_paths: list[str]) -> list[str]:
@@ -63,13 +61,15 @@ def offences(name: str, text: str, local_paths: list[str]) -> list[str]:
 
 
 def tracked_text_files() -> dict[str, str]:
+    """Path -> text of every tracked text file but this one (whose examples are the very
+    references it refuses)."""
     names = subprocess.run(
         ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
     ).stdout.split(b"\0")
     files = {}
     for name in filter(None, (raw.decode() for raw in names)):
         path = REPO_ROOT / name
-        if not path.is_file():  # deleted in the work tree, not yet committed
+        if name == THIS_FILE or not path.is_file():  # deleted in the work tree, not yet committed
             continue
         data = path.read_bytes()
         if b"\0" in data[:8192]:
