@@ -90,6 +90,14 @@ def materialize_tokenized_main(argv: Sequence[str] | None = None) -> int:
     return main(argv)
 
 
+def adopt_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hrm_assets.adoption``: the same ``.env`` as the ``dagster`` commands."""
+    apply_env_file()
+    from hrm_assets.defs.cleaned.adopt_command import main
+
+    return main(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hrm_assets.local_env",

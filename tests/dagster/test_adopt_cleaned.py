@@ -263,3 +263,58 @@ def test_two_roots_with_one_tokenized_name_are_refused(tmp_path):
         (tmp_path / root / "gsm8k_train.jsonl").write_text("")
     with pytest.raises(ValueError, match="both map to the tokenized folder 'gsm8k_train.jsonl'"):
         scan_adopted([tmp_path / "a", tmp_path / "b"])
+
+
+def test_one_adoption_pass_from_the_command_line_then_tokenize_everything(
+    tmp_path, real_raw, small_tokenizer_path
+):
+    """Without the daemon: ``python -m hrm_assets.adoption`` records what the sensor records,
+    and ``hrm-materialize-tokenized`` tokenizes the registered files."""
+    import subprocess
+    import sys
+
+    roots = write_data_io_layout(tmp_path / "download", real_raw)
+    tokenizer_dir = tmp_path / "bpe"
+    tokenizer_dir.mkdir()
+    (tokenizer_dir / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("HRM_", "DAGSTER_"))},
+        "DAGSTER_HOME": str(home),
+        settings.DATA_ROOT_ENV: str(tmp_path / "ours"),
+        settings.TOKENIZER_ROOT_ENV: str(tokenizer_dir),
+        settings.ADOPT_CLEANED_ENV: os.pathsep.join(str(root) for root in roots),
+        "HRM_EXECUTOR": "in_process",
+    }
+    users = tree_state(tmp_path / "download")
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+
+    adopted = run(sys.executable, "-m", "hrm_assets.adoption")
+    assert adopted.returncode == 0, adopted.stderr[-3000:]
+    assert "5 adopted cleaned file(s)" not in adopted.stdout  # the mystery file is not a source's
+    assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
+    assert "recorded cleaned/" in adopted.stdout and "tokenizer" in adopted.stdout
+    assert "mystery_corpus.jsonl" in adopted.stderr
+    again = run(sys.executable, "-m", "hrm_assets.adoption")
+    assert "no partition change; nothing new to record" in again.stdout
+
+    done = run("hrm-materialize-tokenized", "flan", "gsm8k_train")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tokenized/flan: 2 partition(s) done in " in done.stdout
+    assert done.stdout.splitlines()[0].endswith("): 2 tokenized, 0 unchanged")
+    tokenized = tmp_path / "ours" / "tokenized"
+    assert sorted(p.name for p in tokenized.iterdir() if p.is_dir()) == [
+        *FLAN_KEYS,
+        "gsm8k_train.jsonl",
+    ]
+    assert tree_state(tmp_path / "download") == users
+
+    env.pop(settings.ADOPT_CLEANED_ENV)
+    refused = run(sys.executable, "-m", "hrm_assets.adoption")
+    assert refused.returncode == 2 and "HRM_ADOPT_CLEANED is not set" in refused.stderr

@@ -9,6 +9,7 @@ in this mode records the same, with its ``rows_valid`` check, instead of cleanin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -117,3 +118,58 @@ def record_adopted_source(
         metadata=adopted_metadata(source, corpus),
         check_results=[rows_valid_result(source.files)],
     )
+
+
+@dataclass
+class AdoptionPlan:
+    """What one look at the adopted roots changes: the records to write (changed sources, an
+    adopted tokenizer) and the tokenized partitions to add and remove, per source."""
+
+    corpus: AdoptedCorpus
+    events: list[dg.AssetMaterialization]
+    partitions: dict[str, tuple[list[str], list[str]]]
+
+    def summary(self) -> str:
+        changes = [
+            f"{name}: +{len(added)} -{len(removed)}"
+            for name, (added, removed) in self.partitions.items()
+            if added or removed
+        ]
+        recorded = ", ".join(event.asset_key.to_user_string() for event in self.events)
+        return (
+            f"{len(self.corpus.files())} adopted cleaned file(s); "
+            + ("; ".join(changes) if changes else "no partition change")
+            + (f"; recorded {recorded}" if self.events else "; nothing new to record")
+        )
+
+    def warnings(self) -> list[str]:
+        found = []
+        unknown = self.corpus.unknown_warning()
+        if unknown:
+            found.append(unknown)
+        links = self.corpus.links_skipped
+        if links:
+            names = ", ".join(str(path) for path in links[:5])
+            found.append(
+                f"{len(links)} folder link(s) or dangling link(s) in the adopted roots not "
+                f"followed: {names}"
+            )
+        return found
+
+
+def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> AdoptionPlan:
+    """Read the adopted roots and compare them with what ``instance`` recorded."""
+    from hrm_assets.defs.tokenized.partitions import partition_requests
+    from hrm_assets.defs.tokenizer.assets import adopted_tokenizer_record
+
+    corpus = read_adopted(data_paths)
+    events = changed_sources(instance, corpus)
+    tokenizer = adopted_tokenizer_record(instance, data_paths)
+    if tokenizer is not None:
+        events.append(tokenizer)
+    root = data_paths.adopted_cleaned_roots[0]
+    partitions = {
+        name: partition_requests(instance, spec, root, corpus.sources[name].files)
+        for name, spec in SOURCES.items()
+    }
+    return AdoptionPlan(corpus=corpus, events=events, partitions=partitions)

@@ -5,14 +5,13 @@ import dagster as dg
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedScan, scan_cleaned_tree
 from hrm_assets.common.storage import ObjectRoot
-from hrm_assets.defs.cleaned.adopted import changed_sources, read_adopted
+from hrm_assets.defs.cleaned.adopted import plan_adoption
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import (
     TOKENIZED_PARTITIONS,
     partition_requests,
     remove_owned_output_at,
 )
-from hrm_assets.defs.tokenizer.assets import adopted_tokenizer_record
 from hrm_assets.tokenization.partitioning import files_by_source
 from hrm_assets.tokenization.remote import RemoteCleaned
 
@@ -68,16 +67,9 @@ def adopted_tick(context: dg.SensorEvaluationContext, data_paths: DataPaths) -> 
     """With adopted cleaned roots: record each source whose files changed (its content version,
     no run) and an adopted tokenizer, and keep one tokenized partition per file; automation
     tokenizes from there."""
-    corpus = read_adopted(data_paths)
-    events = changed_sources(context.instance, corpus)
-    tokenizer = adopted_tokenizer_record(context.instance, data_paths)
-    if tokenizer is not None:
-        events.append(tokenizer)
-    root = data_paths.adopted_cleaned_roots[0]
-    requests, changes = [], []
-    for name, spec in SOURCES.items():
-        files = corpus.sources[name].files
-        added, removed = partition_requests(context.instance, spec, root, files)
+    plan = plan_adoption(context.instance, data_paths)
+    requests = []
+    for name, (added, removed) in plan.partitions.items():
         partitions_def = TOKENIZED_PARTITIONS[name]
         if added:
             requests.append(partitions_def.build_add_request(added))
@@ -85,21 +77,7 @@ def adopted_tick(context: dg.SensorEvaluationContext, data_paths: DataPaths) -> 
             requests.append(partitions_def.build_delete_request(removed))
             for key in removed:
                 remove_owned_output_at(data_paths.tokenized_location, key)
-        if added or removed:
-            changes.append(f"{name}: +{len(added)} -{len(removed)}")
-    recorded = ", ".join(event.asset_key.to_user_string() for event in events)
-    context.log.info(
-        f"{len(corpus.files())} adopted cleaned file(s); "
-        + ("; ".join(changes) if changes else "no partition change")
-        + (f"; recorded {recorded}" if events else "")
-    )
-    warning = corpus.unknown_warning()
-    if warning:
+    context.log.info(plan.summary())
+    for warning in plan.warnings():
         context.log.warning(warning)
-    if corpus.links_skipped:
-        names = ", ".join(str(path) for path in corpus.links_skipped[:5])
-        context.log.warning(
-            f"{len(corpus.links_skipped)} folder link(s) or dangling link(s) in the adopted "
-            f"roots not followed: {names}"
-        )
-    return dg.SensorResult(asset_events=events, dynamic_partitions_requests=requests)
+    return dg.SensorResult(asset_events=plan.events, dynamic_partitions_requests=requests)

@@ -1,0 +1,66 @@
+"""``python -m hrm_assets.adoption``: one look at the adopted cleaned roots, recorded in the
+Dagster instance (``DAGSTER_HOME``, and the ``.env`` of the working directory) as
+``cleaned_files_sensor`` records it under ``dagster dev``: each changed source, data_io's
+tokenizer when it is adopted, and a tokenized partition per file. Then
+``hrm-materialize-tokenized`` (or automation) tokenizes them.
+
+The roots are ``$HRM_ADOPT_CLEANED`` (folders separated by ``:``): the same variable must be
+set for every later command and for ``dagster dev`` (put it in ``.env``), since the tokenized
+step reads the files from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from hrm_assets.common import settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m hrm_assets.adoption",
+        description="Record the cleaned roots of $HRM_ADOPT_CLEANED (and an adopted "
+        "tokenizer.json) in DAGSTER_HOME's instance, with a tokenized partition per file.",
+    )
+    parser.parse_args(argv)
+    import dagster as dg
+
+    from hrm_assets.common.layout import LayoutError
+    from hrm_assets.defs.cleaned.adopted import plan_adoption
+    from hrm_assets.defs.common.resources import DataPaths
+    from hrm_assets.defs.tokenized.partitions import (
+        TOKENIZED_PARTITIONS,
+        remove_owned_output_at,
+    )
+
+    data_paths = DataPaths.from_environment()
+    if not data_paths.adopted_cleaned_roots:
+        print(
+            f"error: {settings.ADOPT_CLEANED_ENV} is not set: name the cleaned roots to adopt "
+            "(folders separated by ':'), in the shell or in .env",
+            file=sys.stderr,
+        )
+        return 2
+    with dg.DagsterInstance.get() as instance:
+        try:
+            plan = plan_adoption(instance, data_paths)
+        except LayoutError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        for name, (added, removed) in plan.partitions.items():
+            partitions_name = TOKENIZED_PARTITIONS[name].name
+            if added:
+                instance.add_dynamic_partitions(partitions_name, added)
+            for key in removed:
+                instance.delete_dynamic_partition(partitions_name, key)
+                remove_owned_output_at(data_paths.tokenized_location, key)
+        for event in plan.events:
+            instance.report_runless_asset_event(event)
+    roots = ", ".join(str(root) for root in data_paths.adopted_cleaned_roots)
+    print(f"adopted {roots}: {plan.summary()}")
+    for warning in plan.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    print("next: hrm-materialize-tokenized tokenizes the registered files (or automation does)")
+    return 0
