@@ -16,6 +16,8 @@ MANIFEST_FILE: str
 MANIFEST_FORMAT: str
 """The manifest's ``format`` field (``hrm-data-manifest/1``; see ``hrm_assets.common.manifest``)."""
 ARRAY_FILES: list[str]
+SAMPLE_SOURCE_SHA256: str
+"""SHA-256 of the Rust sources that decide sampled epoch bytes (rust_tokenizer/build.rs)."""
 DEFAULT_BATCH_ROWS: int
 
 class Encoder:

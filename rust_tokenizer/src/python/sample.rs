@@ -274,6 +274,7 @@ fn copy_byte_ranges(
 
 /// Add the sampling functions to `module`.
 pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("SAMPLE_SOURCE_SHA256", crate::sample::SOURCE_SHA256)?;
     module.add_function(wrap_pyfunction!(concatenate_token_arrays, module)?)?;
     module.add_function(wrap_pyfunction!(philox_permutation, module)?)?;
     module.add_function(wrap_pyfunction!(write_epoch_arrays, module)?)?;
