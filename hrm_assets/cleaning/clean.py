@@ -106,6 +106,12 @@ class JsonlWriter:
         self._handle.write(jsonl_line(row, self.columns))
         self.rows += 1
 
+    def write_batch(self, rows, text_bytes: int | None = None) -> None:
+        """Append rows given as Arrow columns named after the row fields, in order."""
+        columns = [rows.column(name).to_pylist() for name in FIELDS]
+        for values in zip(*columns, strict=True):
+            self.write(Row(*values))
+
     def __exit__(self, *exc_info) -> bool:
         return self._stack.__exit__(*exc_info)
 
@@ -377,20 +383,23 @@ def raise_open_files_limit() -> bool:
 
 class CleanedOutputs:
     """The writers of one cleaning run, opened on first use; all commit or none do (one
-    :class:`AtomicGroup`: the files are synced together, then renamed)."""
+    :class:`AtomicGroup`: the files are synced together, then renamed).
 
-    def __init__(self, out_root: Path, fmt: str, columns: Sequence[str] = FIELDS):
+    A writer may be closed early (:meth:`close`: its file is complete, and renamed with the
+    others); the writers still open when the run ends are closed on ``threads`` threads."""
+
+    def __init__(self, out_root: Path, fmt: str, columns: Sequence[str] = FIELDS, threads: int = 1):
         self.out_root = Path(out_root)
         self.fmt = fmt
         self.columns = tuple(columns)
+        self.threads = max(1, threads)
         self.budget = BufferBudget()
         self.writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
-        self._stack = contextlib.ExitStack()
+        self._open_writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._lock = threading.Lock()
         self.group = AtomicGroup()
 
     def __enter__(self) -> CleanedOutputs:
-        self._stack.__enter__()
         return self
 
     def writer(self, relative: str, budget: BufferBudget | None = None):
@@ -402,15 +411,23 @@ class CleanedOutputs:
             return writer
         with self._lock:
             if relative not in self.writers:
-                self.writers[relative] = self._open_or_raise(relative, budget or self.budget)
+                opened = self._open_or_raise(relative, budget or self.budget)
+                self.writers[relative] = self._open_writers[relative] = opened
             return self.writers[relative]
+
+    def close(self, relative: str) -> None:
+        """Finish the file of ``relative`` now (its writer takes no more rows)."""
+        with self._lock:
+            writer = self._open_writers.pop(relative, None)
+        if writer is not None:
+            writer.__exit__(None, None, None)
 
     def _open_or_raise(self, relative: str, budget: BufferBudget):
         path = self.out_root / relative
         try:
             return self._open(path, budget)
         except OSError as exc:
-            # Routed sources (FLAN: thousands of task files) hold a file per output.
+            # A routed JSONL source holds a file per output.
             if exc.errno != errno.EMFILE or not raise_open_files_limit():
                 raise OSError(
                     exc.errno,
@@ -421,19 +438,51 @@ class CleanedOutputs:
 
     def _open(self, path: Path, budget: BufferBudget):
         writer = open_writer(path, self.fmt, self.columns, budget, self.group)
-        return self._stack.enter_context(writer)
+        writer.__enter__()
+        return writer
+
+    def _abort_open(self, exc_info) -> None:
+        writers, self._open_writers = list(self._open_writers.values()), {}
+        for writer in reversed(writers):
+            with contextlib.suppress(Exception):
+                writer.__exit__(*exc_info)
+
+    def _close_open(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        writers, self._open_writers = list(self._open_writers.values()), {}
+        errors: list[BaseException] = []
+
+        def finish(writer) -> None:
+            if errors:  # one failed: the run is lost, the others are discarded
+                writer.__exit__(RuntimeError, RuntimeError("another output failed"), None)
+                return
+            try:
+                writer.__exit__(None, None, None)
+            except BaseException as error:
+                errors.append(error)
+
+        if self.threads == 1 or len(writers) < 2:
+            for writer in writers:
+                finish(writer)
+        else:
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                list(pool.map(finish, writers))
+        if errors:
+            raise errors[0]
 
     def __exit__(self, *exc_info) -> bool:
+        if exc_info[0] is not None:
+            self._abort_open(exc_info)
+            self.group.abort()
+            return False
         try:
-            suppressed = self._stack.__exit__(*exc_info)
+            self._close_open()
         except BaseException:
             self.group.abort()
             raise
-        if exc_info[0] is None or suppressed:
-            self.group.commit()
-        else:
-            self.group.abort()
-        return suppressed
+        self.group.commit()
+        return False
 
 
 # Errors a cleaning function raises on a malformed record (a missing key, a null where data_io
@@ -491,7 +540,7 @@ def _clean_into(
     from hrm_assets.cleaning.columnar_clean import clean_parts_columnar, columnar_parts
 
     columnar = columnar_parts(spec, raw_root)
-    with CleanedOutputs(out_root, spec.format, spec.columns) as outputs:
+    with CleanedOutputs(out_root, spec.format, spec.columns, threads) as outputs:
         for relative in spec.static_outputs:
             outputs.writer(relative)
             report.file(relative)

@@ -233,9 +233,10 @@ class ParquetRowWriter:
         if self._budget is not None and self._budget.used > self._budget.limit:
             self._budget.relieve()
 
-    def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
+    def write_batch(self, batch: pa.RecordBatch | pa.Table, text_bytes: int | None = None) -> None:
         """Append rows given as Arrow columns named after the row fields (any order, string
-        or large string), in row order; the bytes are those of writing the rows one by one."""
+        or large string), in row order; the bytes are those of writing the rows one by one.
+        ``text_bytes``: the rows' text size when the caller knows it (for the budget)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -253,7 +254,10 @@ class ParquetRowWriter:
                 piece = whole.slice(offset, take)
                 self._seal()  # rows written one by one before this batch come first
                 self._batches.append(piece)
-                size = sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in piece.columns)
+                if text_bytes is not None and take == whole.num_rows:
+                    size = text_bytes
+                else:
+                    size = sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in piece.columns)
                 self.rows += take
                 self._group_rows += take
                 self.buffered += size

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.cleaning.cleaned_parquet import DEFAULT_BUFFER_BYTES, BufferBudget
+from hrm_assets.cleaning.cleaned_parquet import BufferBudget
 from hrm_assets.cleaning.columnar import COLUMNAR_BATCH_ROWS, CleanedBatch, NotColumnar
 from hrm_assets.cleaning.rows import FIELDS, Row, unknown_tags
 
@@ -37,6 +37,13 @@ if TYPE_CHECKING:
     from hrm_assets.cleaning.sources.spec import SourceSpec
 
 Progress = Callable[[int], None] | None
+
+DEFAULT_BUFFER_BYTES = 128 * 1024 * 1024
+"""Rows held in memory by one run, over all its threads: grouped batches waiting for their
+files and rows waiting for their row group; beyond it they go to spill files."""
+MAP_WINDOW_BYTES = 16 * 1024 * 1024
+"""Text read through a spill file's memory map before the map is dropped and reopened (the
+pages read count in the resident set while mapped)."""
 
 
 def default_threads() -> int:
@@ -90,24 +97,26 @@ def clean_parts_columnar(
     ``read_error(part, report, error)`` turns a raw read failure into the error raised.
     ``threads`` (default: every core) clean parts in parallel when the source's rule allows.
     """
+    from hrm_assets.cleaning.clean import CleaningReport
+
     threads = default_threads() if threads is None else max(1, threads)
-    if not spec.columnar.parts_disjoint:
-        threads = 1
+    feed = (progress, progress_bytes)
+    if not spec.columnar.parts_disjoint:  # one pass over every part, then the files
+        with _Unit(spec, outputs, DEFAULT_BUFFER_BYTES) as unit:
+            for part, files in parts:
+                _clean_part(spec, part, files, unit, report, read_error, *feed)
+            unit.finish(report)
+        return
     workers = min(threads, len(parts)) or 1
-    budget_share = max(1, DEFAULT_BUFFER_BYTES // workers)
+    share = max(1, DEFAULT_BUFFER_BYTES // workers)
 
     def one(item: tuple[str, list[Path]]) -> CleaningReport:
         part, files = item
-        return _clean_part(
-            spec,
-            part,
-            files,
-            outputs,
-            BufferBudget(budget_share),
-            read_error,
-            progress,
-            progress_bytes,
-        )
+        part_report = CleaningReport(spec.name)
+        with _Unit(spec, outputs, share) as unit:
+            _clean_part(spec, part, files, unit, part_report, read_error, *feed)
+            unit.finish(part_report)
+        return part_report
 
     if workers == 1:
         for item in parts:
@@ -122,25 +131,22 @@ def _clean_part(
     spec: SourceSpec,
     part: str,
     files: Sequence[Path],
-    outputs: CleanedOutputs,
-    budget: BufferBudget,
+    unit: _Unit,
+    report: CleaningReport,
     read_error: Callable[[str, CleaningReport, Exception], Exception],
     progress: Progress,
     progress_bytes: Progress,
-) -> CleaningReport:
-    from hrm_assets.cleaning.clean import CleaningReport
-
+) -> None:
     rule = spec.columnar
-    report = CleaningReport(spec.name)
     report.parts.append(part)
     if spec.one_output_per_part:
-        outputs.writer(spec.part_output(part), budget)
+        unit.outputs.writer(spec.part_output(part), unit.budget)
         report.file(spec.part_output(part))
     read = 0  # records of the part before the current batch (for the examples' locators)
     for path in files:
         file_read = 0
         size = path.stat().st_size
-        rows_in_file = rule.count_rows(path) if progress_bytes is not None else 0
+        rows_in_file = rule.count_rows(path)
         batches = rule.read(path, rule.columns)
         while True:
             try:
@@ -150,16 +156,16 @@ def _clean_part(
             except (OSError, ValueError, RuntimeError) as error:
                 raise read_error(part, report, error) from error
             cleaned = rule.clean(batch, part)
-            _record_batch(spec, part, (path, file_read), read, cleaned, outputs, budget, report)
+            _record_batch(spec, part, (path, file_read), read, cleaned, unit, report)
             read += batch.num_rows
             file_read += batch.num_rows
             report.records_read += batch.num_rows
-            report.raw_bytes += size * batch.num_rows // max(1, rows_in_file or batch.num_rows)
+            raw_bytes = size * batch.num_rows // max(1, rows_in_file)
+            report.raw_bytes += raw_bytes
             if progress is not None:
                 progress(batch.num_rows)
             if progress_bytes is not None:
-                progress_bytes(size * batch.num_rows // max(1, rows_in_file))
-    return report
+                progress_bytes(raw_bytes)
 
 
 def _record_batch(
@@ -168,13 +174,15 @@ def _record_batch(
     raw: tuple[Path, int],
     read: int,
     cleaned: CleanedBatch,
-    outputs: CleanedOutputs,
-    budget: BufferBudget,
+    unit: _Unit,
     report: CleaningReport,
 ) -> None:
-    """Count the batch's skipped records, then check and write its rows, file by file.
-    ``raw``: the raw file and its rows before this batch; ``read``: the part's."""
-    from hrm_assets.cleaning.clean import MAX_SKIP_EXAMPLES, SkipCount, SkipExample
+    """Count the batch's skipped records, check its rows as ``check_row`` does (counting the
+    rejected ones), and hand the others to ``unit``. ``raw``: the raw file and its rows before
+    this batch; ``read``: the part's."""
+    import numpy as np
+
+    from hrm_assets.cleaning.clean import MAX_SKIP_EXAMPLES, SkipCount, SkipExample, check_row
 
     for skip in cleaned.skips:
         if not len(skip.rows):
@@ -186,25 +194,43 @@ def _record_batch(
             row = int(row)
             locator = f"{part}#{read + row + 1}"
             entry.examples.append(SkipExample(skip.output(row), None, locator, skip.detail(row)))
-    problems: list[tuple[int, str, object]] = []
-    for relative, rows, sources in _groups(spec, cleaned):
-        _write_group(
-            spec, raw, relative, rows, sources, read, part, outputs, budget, report, problems
-        )
-    # Rows that fail the checks, counted in read order whatever their files.
-    for _, reason, example in sorted(problems, key=lambda item: item[0]):
-        report.skip(reason, example)
-
-
-def _groups(spec: SourceSpec, cleaned: CleanedBatch):
-    """``(relative output, rows, raw record indices)`` per output file of the batch, files in
-    order of their first row, rows in read order."""
-    import numpy as np
-    import pyarrow as pa
-
     rows, sources = cleaned.rows, cleaned.records
     if not rows.num_rows:
         return
+    _check_utf8(rows, *raw, sources)
+    files, codes = _file_codes(spec, cleaned)
+    file_reports = [report.file(relative) for relative in files]
+    suspects = _suspect_rows(rows)
+    if suspects:
+        keep = np.ones(rows.num_rows, dtype=bool)
+        for position in suspects:  # ascending: read order
+            code = codes[position]
+            number = file_reports[code].candidates + 1
+            number += int(np.count_nonzero(codes[:position] == code))
+            values = tuple(rows.column(name)[position].as_py() for name in FIELDS)
+            _, problem = check_row(values, files[code], number)
+            if problem is not None:
+                keep[position] = False
+                reason, message = problem
+                locator = f"{part}#{read + int(sources[position]) + 1}"
+                report.skip(reason, SkipExample(files[code], number, locator, message))
+        counts = np.bincount(codes, minlength=len(files))
+        import pyarrow as pa
+
+        rows, codes = rows.filter(pa.array(keep)), codes[keep]
+    else:
+        counts = np.bincount(codes, minlength=len(files))
+    for file_report, count in zip(file_reports, counts, strict=True):
+        file_report.candidates += int(count)
+    if rows.num_rows:
+        unit.add(files, codes, rows, file_reports)
+
+
+def _file_codes(spec: SourceSpec, cleaned: CleanedBatch) -> tuple[list[str], np.ndarray]:
+    """The batch's output files (checked routes, each once) and each row's index into them."""
+    import numpy as np
+
+    rows = cleaned.rows
     if spec.outputs_by_condition:
         conditions = rows.column("condition").combine_chunks().dictionary_encode()
         names = [
@@ -212,88 +238,173 @@ def _groups(spec: SourceSpec, cleaned: CleanedBatch):
         ]
         codes = conditions.indices.to_numpy(zero_copy_only=False)
     elif cleaned.output is not None:
-        yield spec.checked_route(cleaned.output) if spec.route else cleaned.output, rows, sources
-        return
+        names, codes = [cleaned.output], np.zeros(rows.num_rows, dtype=np.int64)
     else:
         names, codes = cleaned.route_names, cleaned.route_codes
     # Two values may share a file (two FLAN tasks with one safe name): one code per file.
     index: dict[str, int] = {}
     remap = np.array([index.setdefault(name, len(index)) for name in names], dtype=np.int64)
-    codes = remap[np.asarray(codes, dtype=np.int64)]
-    files = list(index)
-    if len(files) == 1:
-        yield spec.checked_route(files[0]) if spec.route else files[0], rows, sources
-        return
-    order = np.argsort(codes, kind="stable")
-    counts = np.bincount(codes, minlength=len(files))
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    _, first = np.unique(codes, return_index=True)
-    present = np.unique(codes)
-    grouped = rows.take(pa.array(order))
-    grouped_sources = sources[order]
-    for code in present[np.argsort(first, kind="stable")]:
-        start, count = int(starts[code]), int(counts[code])
-        relative = files[code]
-        if spec.route:
-            relative = spec.checked_route(relative)
-        yield (
-            relative,
-            grouped.slice(start, count),
-            grouped_sources[start : start + count],
-        )
+    files = [spec.checked_route(name) if spec.route else name for name in index]
+    return files, remap[np.asarray(codes, dtype=np.int64)]
 
 
-def _write_group(
-    spec: SourceSpec,
-    raw: tuple[Path, int],
-    relative: str,
-    rows: pa.Table,
-    sources: np.ndarray,
-    read: int,
-    part: str,
-    outputs: CleanedOutputs,
-    budget: BufferBudget,
-    report: CleaningReport,
-    problems: list,
-) -> None:
-    import pyarrow as pa
+class _Unit:
+    """Where the checked rows of some parts go: straight to their writer when a batch has one
+    output (SYNTH), else grouped by output with one stable sort per batch and kept in a
+    :class:`BatchStore` (memory up to ``budget`` bytes, then a spill file) until
+    :meth:`finish` writes the files one after the other, each from its slices of the stored
+    batches. Memory then holds one output's row group at a time, whatever the number of
+    outputs (FLAN's thousands of tasks) and of rows."""
+
+    def __init__(self, spec: SourceSpec, outputs: CleanedOutputs, budget: int):
+        self.spec = spec
+        self.outputs = outputs
+        # Half for the writers written through, half for the store (a source uses mostly one).
+        self.budget = BufferBudget(max(1, budget // 2))
+        self.store: BatchStore | None = None
+        self.store_budget = max(1, budget // 2)
+        # output -> [(stored batch, start, rows, text bytes)], in first-appearance order
+        self.pieces: dict[str, list[tuple[int, int, int, int]]] = {}
+
+    def __enter__(self) -> _Unit:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def add(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        present = np.unique(codes)
+        if len(present) == 1 and not self.pieces:
+            # One output: write through (its writer buffers up to a row group, within budget).
+            relative, file_report = files[int(present[0])], reports[int(present[0])]
+            self.outputs.writer(relative, self.budget).write_batch(rows)
+            _account(file_report, rows)
+            return
+        if self.store is None:
+            self.store = BatchStore(self.outputs.out_root, self.store_budget)
+        order = np.argsort(codes, kind="stable")
+        grouped = rows.take(pa.array(order))
+        lengths = _text_lengths(grouped)
+        ends = np.cumsum(lengths)
+        counts = np.bincount(codes, minlength=len(files))
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        stored = self.store.add(grouped)
+        _, first = np.unique(codes, return_index=True)
+        for code in present[np.argsort(first, kind="stable")]:
+            start, count = int(starts[code]), int(counts[code])
+            text = int(ends[start + count - 1] - (ends[start - 1] if start else 0))
+            self.pieces.setdefault(files[code], []).append((stored, start, count, text))
+            _account(reports[code], grouped.slice(start, count))
+
+    def finish(self, report: CleaningReport) -> None:
+        """Write every stored output, each file finished before the next starts."""
+        # The rows are in the store already: their writer buffers them up to a row group
+        # (memory-mapped slices) instead of spilling them a second time.
+        unbounded = BufferBudget(1 << 62)
+        for relative, pieces in self.pieces.items():
+            writer = self.outputs.writer(relative, unbounded)
+            for stored, start, count, text in pieces:
+                writer.write_batch(self.store.table(stored).slice(start, count), text)
+            self.outputs.close(relative)
+            self.store.written(sum(piece[3] for piece in pieces))
+        self.pieces = {}
+
+
+def _account(file_report, rows: pa.Table) -> None:
+    """Add written ``rows`` to their file's report: count, conditions, preview."""
     import pyarrow.compute as pc
 
-    from hrm_assets.cleaning.clean import SkipExample, check_row
-
-    file_report = report.file(relative)
-    first_number = file_report.candidates + 1
-    file_report.candidates += rows.num_rows
-    _check_utf8(rows, *raw, sources)
-    bad = _suspect_rows(rows)
-    if bad:
-        keep = [True] * rows.num_rows
-        for position in bad:
-            values = tuple(rows.column(name)[position].as_py() for name in FIELDS)
-            _, problem = check_row(values, relative, first_number + position)
-            if problem is None:
-                continue
-            keep[position] = False
-            reason, message = problem
-            record = int(sources[position])
-            example = SkipExample(
-                relative, first_number + position, f"{part}#{read + record + 1}", message
-            )
-            problems.append((record, reason, example))
-        rows = rows.filter(pa.array(keep))
-    writer = outputs.writer(relative, budget)
-    if not rows.num_rows:
-        return
-    if spec.format == "parquet":
-        writer.write_batch(rows)
-    else:
-        for values in zip(*(rows.column(name).to_pylist() for name in FIELDS), strict=True):
-            writer.write(Row(*values))
     file_report.rows += rows.num_rows
-    counts = pc.value_counts(rows.column("condition").combine_chunks())
-    for item in counts.to_pylist():
+    for item in pc.value_counts(rows.column("condition")).to_pylist():
         file_report.conditions[item["values"]] += item["counts"]
     _preview(file_report, rows)
+
+
+def _text_lengths(rows: pa.Table) -> np.ndarray:
+    """UTF-8 bytes of each row's three strings."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    total = np.zeros(rows.num_rows, dtype=np.int64)
+    for name in FIELDS:
+        lengths = pc.binary_length(rows.column(name)).combine_chunks()
+        total += pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False)
+    return total
+
+
+class BatchStore:
+    """Arrow tables kept for a second pass: in memory up to ``limit`` bytes, beyond it
+    appended to a spill file (Arrow IPC, one stream per table) next to the outputs and read
+    back memory-mapped. The map is dropped and reopened after every ``limit`` bytes read
+    through it, so that the pages read stay out of the resident set."""
+
+    def __init__(self, folder: Path, limit: int):
+        self.folder = Path(folder)
+        self.limit = limit
+        self.in_memory: dict[int, pa.Table] = {}
+        self.held = 0
+        self.segments: dict[int, tuple[int, int]] = {}
+        self.path: Path | None = None
+        self._handle = None
+        self._mapped: dict[int, pa.Table] = {}
+        self._map = None
+        self._read_through_map = 0
+        self._count = 0
+
+    def add(self, table: pa.Table) -> int:
+        import pyarrow as pa
+
+        key, self._count = self._count, self._count + 1
+        size = table.nbytes
+        if self.held + size <= self.limit:
+            self.in_memory[key] = table
+            self.held += size
+            return key
+        if self._handle is None:
+            from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.path = create_temporary_file(self.folder, f"{TMP_PREFIX}columnar-spill.")
+            self._handle = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        offset = self._handle.tell()
+        with pa.ipc.new_stream(self._handle, table.schema) as stream:
+            stream.write_table(table)
+        self.segments[key] = (offset, self._handle.tell() - offset)
+        return key
+
+    def table(self, key: int) -> pa.Table:
+        import pyarrow as pa
+
+        if key in self.in_memory:
+            return self.in_memory[key]
+        if key not in self._mapped:
+            if self._map is None:
+                self._handle.flush()
+                self._map = pa.memory_map(str(self.path)).read_buffer()
+            offset, size = self.segments[key]
+            self._mapped[key] = pa.ipc.open_stream(self._map.slice(offset, size)).read_all()
+        return self._mapped[key]
+
+    def written(self, text_bytes: int) -> None:
+        """``text_bytes`` were written from the store: drop the map after ``limit`` of them."""
+        if self._map is None:
+            return
+        self._read_through_map += text_bytes
+        if self._read_through_map >= MAP_WINDOW_BYTES:
+            self._mapped, self._map, self._read_through_map = {}, None, 0
+
+    def close(self) -> None:
+        self.in_memory, self._mapped, self._map = {}, {}, None
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
 
 
 def _suspect_rows(rows: pa.Table) -> list[int]:

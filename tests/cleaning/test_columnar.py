@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets.cleaning import columnar
+from hrm_assets.cleaning import columnar, columnar_clean
 from hrm_assets.cleaning.clean import clean_source
 from hrm_assets.cleaning.cleaned_parquet import ParquetRowWriter
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -107,11 +107,16 @@ def write_synth(raw: Path, rng: random.Random, shards: int = 3, per_file: int = 
         pq.write_table(table, folder / f"synth_{shard}.parquet", row_group_size=1500)
 
 
+@pytest.mark.parametrize("budget", [columnar_clean.DEFAULT_BUFFER_BYTES, 40_000])
 @pytest.mark.parametrize("name, write", [("flan", write_flan), ("synth", write_synth)])
-def test_columnar_equals_the_row_path_at_one_and_two_threads(tmp_path, monkeypatch, name, write):
+def test_columnar_equals_the_row_path_at_one_and_two_threads(
+    tmp_path, monkeypatch, name, write, budget
+):
     write(tmp_path / "raw", random.Random(5))
-    # Small batches: rows of one task and skips spread over many batches.
+    # Small batches: rows of one task and skips spread over many batches; a small budget:
+    # grouped batches go to the spill file and writers spill (the bytes may not change).
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 700)
+    monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", budget)
     spec = get_source(name)
     one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
     two = clean_source(spec, tmp_path / "two", tmp_path / "raw", threads=2)
