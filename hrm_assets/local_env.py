@@ -57,6 +57,20 @@ def write_env_file(project_root: Path, replace: bool = False) -> Path | None:
     return path
 
 
+def set_env_default(folder: Path, name: str, value: str) -> Path:
+    """Make ``folder/.env`` give ``name`` the default ``value`` (``NAME=${NAME:-value}``, so a
+    variable set in the shell still wins): its line replaced, or appended, the file created
+    if missing; other lines kept. Returns the file's path."""
+    from hrm_assets.common.atomic import atomic_write_text
+
+    path = Path(folder) / ENV_FILE
+    line = f"{name}=${{{name}:-{value}}}"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    kept = [old for old in lines if not old.split("=", 1)[0].strip() == name]
+    atomic_write_text(path, "\n".join([*kept, line]) + "\n")
+    return path
+
+
 def read_env_file(folder: Path) -> dict[str, str]:
     """The variables ``folder/.env`` sets, resolved as Dagster's CLI resolves them (python-dotenv,
     ``${NAME:-default}`` against the current environment); empty without a file."""

@@ -284,10 +284,9 @@ def test_one_adoption_pass_from_the_command_line_then_tokenize_everything(
         **{k: v for k, v in os.environ.items() if not k.startswith(("HRM_", "DAGSTER_"))},
         "DAGSTER_HOME": str(home),
         settings.DATA_ROOT_ENV: str(tmp_path / "ours"),
-        settings.TOKENIZER_ROOT_ENV: str(tokenizer_dir),
-        settings.ADOPT_CLEANED_ENV: os.pathsep.join(str(root) for root in roots),
         "HRM_EXECUTOR": "in_process",
     }
+    given = os.pathsep.join(str(root.relative_to(tmp_path)) for root in roots)
     users = tree_state(tmp_path / "download")
 
     def run(*command: str) -> subprocess.CompletedProcess:
@@ -295,8 +294,16 @@ def test_one_adoption_pass_from_the_command_line_then_tokenize_everything(
             command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
         )
 
-    adopted = run(sys.executable, "-m", "hrm_assets.adoption")
+    adopted = run(
+        sys.executable, "-m", "hrm_assets.adoption", "--cleaned", given, "--tokenizer", "bpe"
+    )
     assert adopted.returncode == 0, adopted.stderr[-3000:]
+    # Kept in ./.env, where the later commands (and dagster dev) read them.
+    absolute = os.pathsep.join(str(root) for root in roots)
+    assert (tmp_path / ".env").read_text().splitlines() == [
+        f"HRM_ADOPT_CLEANED=${{HRM_ADOPT_CLEANED:-{absolute}}}",
+        f"HRM_TOKENIZER_ROOT=${{HRM_TOKENIZER_ROOT:-{tokenizer_dir}}}",
+    ]
     assert "5 adopted cleaned file(s)" not in adopted.stdout  # the mystery file is not a source's
     assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
     assert "recorded cleaned/" in adopted.stdout and "tokenizer" in adopted.stdout
@@ -315,6 +322,6 @@ def test_one_adoption_pass_from_the_command_line_then_tokenize_everything(
     ]
     assert tree_state(tmp_path / "download") == users
 
-    env.pop(settings.ADOPT_CLEANED_ENV)
+    (tmp_path / ".env").unlink()
     refused = run(sys.executable, "-m", "hrm_assets.adoption")
     assert refused.returncode == 2 and "HRM_ADOPT_CLEANED is not set" in refused.stderr

@@ -4,9 +4,10 @@ Dagster instance (``DAGSTER_HOME``, and the ``.env`` of the working directory) a
 tokenizer when it is adopted, and a tokenized partition per file. Then
 ``hrm-materialize-tokenized`` (or automation) tokenizes them.
 
-The roots are ``$HRM_ADOPT_CLEANED`` (folders separated by ``:``): the same variable must be
-set for every later command and for ``dagster dev`` (put it in ``.env``), since the tokenized
-step reads the files from there.
+The roots are ``$HRM_ADOPT_CLEANED`` (folders separated by ``:``), or ``--cleaned``, which also
+writes them into the ``.env`` of the working directory, and ``--tokenizer`` the tokenizer's
+folder (``HRM_TOKENIZER_ROOT``) likewise: every later ``dagster`` command and ``dagster dev``
+run there must see the same roots, since the tokenized step reads the files from them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Record the cleaned roots of $HRM_ADOPT_CLEANED (and an adopted "
         "tokenizer.json) in DAGSTER_HOME's instance, with a tokenized partition per file.",
     )
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--cleaned",
+        metavar="ROOTS",
+        help="cleaned roots to adopt, separated by ':' (data:data_clustered); kept in ./.env "
+        f"as {settings.ADOPT_CLEANED_ENV}",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="FOLDER",
+        help="the folder of the tokenizer.json to use (data_io's trained_tokenizers/bpe); kept "
+        f"in ./.env as {settings.TOKENIZER_ROOT_ENV}",
+    )
+    args = parser.parse_args(argv)
+    for variable, given in (
+        (settings.ADOPT_CLEANED_ENV, args.cleaned),
+        (settings.TOKENIZER_ROOT_ENV, args.tokenizer),
+    ):
+        if given:
+            keep_in_env_file(variable, given)
     import dagster as dg
 
     from hrm_assets.common.layout import LayoutError
@@ -64,3 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print("next: hrm-materialize-tokenized tokenizes the registered files (or automation does)")
     return 0
+
+
+def keep_in_env_file(variable: str, given: str) -> None:
+    """Use ``given`` (paths separated by ':') for ``variable`` now and in ./.env from now on."""
+    import os
+    from pathlib import Path
+
+    from hrm_assets.local_env import set_env_default
+
+    value = os.pathsep.join(str(Path(part).absolute()) for part in given.split(os.pathsep) if part)
+    os.environ[variable] = value
+    path = set_env_default(Path.cwd(), variable, value)
+    print(f"{variable}={value} (kept in {path})")
