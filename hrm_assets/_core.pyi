@@ -15,6 +15,8 @@ MANIFEST_FILE: str
 """``manifest.json``: size and SHA-256 of every array of a tokenized folder."""
 MANIFEST_FORMAT: str
 """The manifest's ``format`` field (``hrm-data-manifest/1``; see ``hrm_assets.common.manifest``)."""
+TOKENIZED_KIND: str
+"""The ``kind`` field of a tokenized folder's manifest (``tokenized``): which command wrote it."""
 ARRAY_FILES: list[str]
 SAMPLE_SOURCE_SHA256: str
 """SHA-256 of the Rust sources that decide sampled epoch bytes (rust_tokenizer/build.rs)."""

@@ -123,6 +123,39 @@ def span_problems(folder: Path) -> list[str]:
     return problems
 
 
+def sampled_token_problems(folder: Path, scans: Mapping[str, FileScan]) -> list[str]:
+    """The token ids of a sampled folder against what its ``metadata.json`` announces: HRM-Text
+    picks the dtype from ``tokenizer_info.vocab_size`` (``hrm_assets.sampling.sampler.token_dtype``)
+    and embeds every id, so ``tokens.npy`` must have that dtype and every id must be below the
+    vocabulary size. ``scans``: the folder's files as the manifest check read them."""
+    from hrm_assets.sampling.sampler import token_dtype
+
+    folder = Path(folder)
+    tokens = scans.get(TOKENS_FILE)
+    if tokens is None or tokens.descr is None:
+        return []
+    try:
+        metadata = json.loads((folder / METADATA_FILE).read_bytes())
+        vocab_size = metadata["tokenizer_info"]["vocab_size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return [f"{folder / METADATA_FILE}: tokenizer_info.vocab_size unreadable"]
+    if vocab_size is None or isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        return []  # int32 tokens (data_io's rule); the sampler warned when it wrote them
+    problems = []
+    expected = token_dtype(vocab_size)
+    if _dtype(tokens.descr) != expected:
+        problems.append(
+            f"{folder / TOKENS_FILE}: dtype {_dtype(tokens.descr)}, but tokenizer_info.vocab_size "
+            f"{vocab_size} in {METADATA_FILE} makes HRM-Text read it as {expected}"
+        )
+    if tokens.max_value is not None and tokens.max_value >= vocab_size:
+        problems.append(
+            f"{folder / TOKENS_FILE}: token id {tokens.max_value} is outside the vocabulary "
+            f"(tokenizer_info.vocab_size {vocab_size} in {METADATA_FILE})"
+        )
+    return problems
+
+
 def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     """:func:`check_tokenized_folders` of one folder."""
     return check_tokenized_folders([folder], vocab_size)[0]

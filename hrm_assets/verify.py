@@ -6,7 +6,10 @@ lists every array's size and SHA-256 (a tokenized file's folder, a sampled folde
 recomputes them and reports a missing, resized, altered or unlisted array. A folder whose arrays
 match their manifest is then checked against the span rule the sampler applies
 (``hrm_assets.sampling.span_table``): a tokenized folder's rows back to back within and covering
-its ``tokens.npy``, a sampled folder's every epoch within its ``tokens.npy``.
+its ``tokens.npy``, a sampled folder's every epoch within its ``tokens.npy``. A tokenized folder
+must also be its file's (``hrm_assets.tokenization.identity``: ``metadata.json`` names the
+cleaned file whose folder it is, its ``rows`` and ``tokens`` are the arrays' lengths), and a
+sampled folder's token ids must fit the dtype and vocabulary its ``metadata.json`` announces.
 
 A PATH holding ``manifest.json`` or ``.npy`` arrays is one output folder. Any other directory
 is a root of outputs (a tokenized root, a folder of sampled outputs): each of its sub-folders
@@ -29,8 +32,14 @@ from pathlib import Path
 
 from hrm_assets.common.atomic import TMP_PREFIX
 from hrm_assets.common.layout import is_cleaned_name
-from hrm_assets.common.manifest import MANIFEST_FILE, VerifyReport, verify_folders
-from hrm_assets.validation import span_problems
+from hrm_assets.common.manifest import (
+    EPOCH_PREFIX,
+    MANIFEST_FILE,
+    VerifyReport,
+    verify_folders,
+)
+from hrm_assets.tokenization.identity import is_hrm_tokenized, scanned_identity_problems
+from hrm_assets.validation import sampled_token_problems, span_problems
 
 PROG = "hrm-verify"
 
@@ -100,6 +109,10 @@ def _verify_outputs(folders: Sequence[Path]) -> list[VerifyReport]:
     for report in reports:
         if report.ok:
             report.problems.extend(span_problems(report.folder))
+        if report.ok and is_hrm_tokenized(report.folder):
+            report.problems.extend(scanned_identity_problems(report))
+        elif report.ok and any(name.startswith(EPOCH_PREFIX) for name in report.scans):
+            report.problems.extend(sampled_token_problems(report.folder, report.scans))
     return reports
 
 

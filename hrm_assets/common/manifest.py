@@ -16,6 +16,13 @@ relative paths) and, in a sampled folder, everything else HRM-Text reads: ``meta
 A tokenized folder's ``metadata.json`` is not listed: HRM-Text never reads it, and the
 tokenizer refreshes its ``source_mtime`` in place when a touched but unchanged file is skipped.
 
+``kind`` says which command wrote the folder (:data:`KINDS`: ``tokenized``, ``sampled``,
+``megatron``, ``packed``), and a command replaces only a folder of its own kind
+(:func:`kind_problem`): a manifest proves what a folder holds, not whose output it is. Manifests
+written before the field existed are read as they are; their kind is told from what they list
+(:func:`manifest_kind`: ``epoch_N/`` arrays are a sampled folder's, ``export.json`` names its
+export's format, the ``.hrm-data`` marker is a tokenized folder's).
+
 :func:`verify_folders` recomputes the manifests of many folders (their files hashed in one call
 of the Rust core); ``hrm-verify`` and the ``manifest_valid`` asset checks call it, through
 :func:`verify_folder` for one folder.
@@ -41,6 +48,15 @@ ARRAY_SUFFIX = ".npy"
 # What HRM-Text reads from a sampled folder besides the arrays, so what its manifest must list.
 SAMPLED_METADATA_FILE = METADATA_FILE  # HRM-Text reads it beside the epochs
 EPOCH_PREFIX = "epoch_"
+KIND_FIELD = "kind"
+# The Rust writer records it in tokenized manifests (``_core.TOKENIZED_KIND``, the same string).
+TOKENIZED_KIND = "tokenized"
+SAMPLED_KIND = "sampled"
+MEGATRON_KIND = "megatron"
+PACKED_KIND = "packed"
+KINDS = (TOKENIZED_KIND, SAMPLED_KIND, MEGATRON_KIND, PACKED_KIND)
+# An export's description, listed in its manifest; its ``format`` is ``hrm-data-<kind>/N``.
+EXPORT_DESCRIPTION = "export.json"
 
 
 class ManifestError(ValueError):
@@ -73,11 +89,16 @@ def file_entry(path: Path) -> dict[str, int | str]:
     return {"sha256": file_sha256(path), "size": Path(path).stat().st_size}
 
 
-def build_manifest(folder: Path, files: list[str] | None = None) -> dict:
-    """The manifest of ``folder``'s arrays (or of ``files``, relative paths), as a dict."""
+def build_manifest(folder: Path, files: list[str] | None = None, kind: str | None = None) -> dict:
+    """The manifest of ``folder``'s arrays (or of ``files``, relative paths), as a dict,
+    recording ``kind`` when given."""
     folder = Path(folder)
     names = array_files(folder) if files is None else sorted(files)
-    return {"files": {name: file_entry(folder / name) for name in names}, "format": MANIFEST_FORMAT}
+    manifest = {
+        "files": {name: file_entry(folder / name) for name in names},
+        "format": MANIFEST_FORMAT,
+    }
+    return manifest if kind is None else with_kind(manifest, kind)
 
 
 def manifest_bytes(manifest: dict) -> bytes:
@@ -99,6 +120,8 @@ def read_manifest(folder: Path) -> dict:
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise ManifestError(f"{path}: not a {MANIFEST_FORMAT} manifest")
+    if not isinstance(manifest.get(KIND_FIELD, ""), str):
+        raise ManifestError(f"{path}: {KIND_FIELD}: expected a string")
     for name, entry in files.items():
         if not (
             isinstance(entry, dict)
@@ -107,6 +130,52 @@ def read_manifest(folder: Path) -> dict:
         ):
             raise ManifestError(f"{path}: bad entry for {name!r}")
     return manifest
+
+
+def with_kind(manifest: dict, kind: str) -> dict:
+    """``manifest`` recording that a command of ``kind`` wrote its folder."""
+    return {**manifest, KIND_FIELD: kind}
+
+
+def manifest_kind(folder: Path, manifest: dict) -> str | None:
+    """Which kind of command wrote ``folder`` (whose manifest is ``manifest``): the recorded
+    ``kind``, or for a manifest from before the field, the kind its files show; None when
+    nothing tells."""
+    recorded = manifest.get(KIND_FIELD)
+    if recorded is not None:
+        return recorded
+    listed = manifest["files"]
+    if any(name.startswith(EPOCH_PREFIX) for name in listed):
+        return SAMPLED_KIND
+    if EXPORT_DESCRIPTION in listed:
+        try:
+            export_format = json.loads((Path(folder) / EXPORT_DESCRIPTION).read_bytes())["format"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if isinstance(export_format, str) and export_format.startswith("hrm-data-"):
+            return export_format.removeprefix("hrm-data-").split("/")[0]
+        return None
+    if (Path(folder) / _core.OWNER_MARKER).is_file():
+        return TOKENIZED_KIND
+    return None
+
+
+def kind_problem(folder: Path, kind: str, command: str) -> str | None:
+    """Why ``command`` (which writes ``kind`` folders) must not replace ``folder``: it holds a
+    manifest of another kind, or of none it can tell. None when ``folder`` has no readable
+    manifest (what else it holds is the caller's to judge) or one of this kind."""
+    try:
+        manifest = read_manifest(folder)
+    except ManifestError:
+        return None
+    found = manifest_kind(folder, manifest)
+    if found == kind:
+        return None
+    what = f"a {found} output" if found is not None else "an output of unknown kind"
+    return (
+        f"{folder}: holds {what} (its {MANIFEST_FILE}), not a {kind} one; {command} replaces "
+        f"only its own outputs: choose another folder, or remove that one yourself"
+    )
 
 
 def sizes_match(folder: Path) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hrm_assets.common.manifest import MEGATRON_KIND, PACKED_KIND
 from hrm_assets.export.megatron import DEFAULT_PREFIX, write_megatron
 from hrm_assets.export.output_folder import export_folder
 from hrm_assets.export.packed_writer import ARRAY_DTYPES, PAD_ID, write_packed
@@ -24,8 +25,8 @@ from hrm_assets.export.row_source import RowTable, held_rows
 from hrm_assets.sampling import defaults
 
 EXPORT_FILE = "export.json"
-MEGATRON_FORMAT = "hrm-data-megatron/1"
-PACKED_FORMAT = "hrm-data-packed/1"
+MEGATRON_FORMAT = f"hrm-data-{MEGATRON_KIND}/1"
+PACKED_FORMAT = f"hrm-data-{PACKED_KIND}/1"
 # Source files listed in export.json at most (a corpus has thousands); all are counted.
 LISTED_FILES = 10_000
 
@@ -104,7 +105,7 @@ def export_megatron(
         raise ValueError(f"--prefix must be a plain file name, got {prefix!r}")
     with (
         held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as held,
-        export_folder(output, _inputs(sampled_dir, tokenized_dir)) as staged,
+        export_folder(output, _inputs(sampled_dir, tokenized_dir), MEGATRON_KIND) as staged,
     ):
         table = held.table
         written = write_megatron(table, staged.folder, prefix=prefix, progress=progress)
@@ -159,7 +160,7 @@ def export_packed(
     """
     with (
         held_rows(sampled_dir=sampled_dir, epoch=epoch, tokenized_dir=tokenized_dir) as held,
-        export_folder(output, _inputs(sampled_dir, tokenized_dir)) as staged,
+        export_folder(output, _inputs(sampled_dir, tokenized_dir), PACKED_KIND) as staged,
     ):
         table = held.table
         capacity = context_size or table.context_size or defaults.CONTEXT_SIZE.default

@@ -24,7 +24,13 @@ from hrm_assets.common.atomic import (
     remove_leftovers,
 )
 from hrm_assets.common.atomic import atomic_write_bytes as _atomic_write_bytes
-from hrm_assets.common.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
+from hrm_assets.common.manifest import (
+    KIND_FIELD,
+    MANIFEST_FILE,
+    MANIFEST_FORMAT,
+    kind_problem,
+    manifest_bytes,
+)
 from hrm_assets.export.npy_stream import ManifestEntry
 from hrm_assets.sampling.output_folder import output_target, unproven_paths
 
@@ -56,13 +62,14 @@ class StagedExport:
 
 
 @contextlib.contextmanager
-def export_folder(output: Path, inputs: list[Path]) -> Iterator[StagedExport]:
+def export_folder(output: Path, inputs: list[Path], kind: str) -> Iterator[StagedExport]:
     """Yield a :class:`StagedExport`; when the block ends without error, write its
-    ``manifest.json`` and rename it to ``output`` (replacing an earlier export there).
+    ``manifest.json`` (recording ``kind``: ``megatron``, ``packed``) and rename it to ``output``
+    (replacing an earlier export of that kind there).
 
     Raises :class:`ExportError` when ``output`` is, holds or lies inside one of ``inputs``,
-    when another export is writing it, or when it holds files no manifest proves an export
-    wrote (each named).
+    when another export is writing it, when it holds another kind's output (a sampled folder,
+    another export), or files no manifest proves an export wrote (each named).
     """
     target = output_target(output)
     for source in inputs:
@@ -80,6 +87,9 @@ def export_folder(output: Path, inputs: list[Path]) -> Iterator[StagedExport]:
         except BlockingIOError:
             raise ExportError(f"{output}: another export is writing it now") from None
         if target.is_dir():
+            other_kind = kind_problem(target, kind, f"the {kind} export")
+            if other_kind is not None:
+                raise ExportError(other_kind)
             foreign = unproven_paths(target)
             if foreign:
                 shown = ", ".join(str(path) for path in foreign[:5])
@@ -92,5 +102,9 @@ def export_folder(output: Path, inputs: list[Path]) -> Iterator[StagedExport]:
         with atomic_directory(target) as staged:
             export = StagedExport(staged)
             yield export
-            manifest = {"files": dict(sorted(export.entries.items())), "format": MANIFEST_FORMAT}
+            manifest = {
+                "files": dict(sorted(export.entries.items())),
+                "format": MANIFEST_FORMAT,
+                KIND_FIELD: kind,
+            }
             _atomic_write_bytes(staged / MANIFEST_FILE, manifest_bytes(manifest))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hrm_assets._core import copy_byte_ranges
-from hrm_assets.common.manifest import MANIFEST_FILE, SAMPLED_METADATA_FILE
+from hrm_assets.common.manifest import MANIFEST_FILE, SAMPLED_METADATA_FILE, verify_folder
 from hrm_assets.common.npy_files import (
     NpyFileError,
     NpyLayout,
@@ -44,6 +44,7 @@ from hrm_assets.sampling.sampler import (
     load_tokenizer_info,
     task_directories,
 )
+from hrm_assets.tokenization.identity import refusal, tokenized_input_problems
 from hrm_assets.tokenization.snapshot import SnapshotError, tokenized_snapshot
 
 EPOCH_DIR = re.compile(r"epoch_(\d+)")
@@ -456,12 +457,26 @@ def held_rows(
                     except SnapshotError as exc:
                         raise RowSourceError(str(exc)) from None
 
+                problems = tokenized_input_problems(snapshot.task_dirs)
+                if problems:
+                    raise RowSourceError(
+                        refusal(problems, "nothing was exported: tokenize again (hrm-verify)")
+                    )
                 yield HeldRows(tokenized_corpus_rows(Path(tokenized_dir)), release)
         except SnapshotError as exc:
             raise RowSourceError(str(exc)) from None
         return
     sampled_dir = Path(sampled_dir)
     before = _manifest_bytes(sampled_dir)
+    # What is exported is proven first: an export's own manifest must not certify a damaged
+    # input (the confirm below proves the folder was not replaced while it was read). A folder
+    # without a manifest is data_io's: nothing to prove it against, read as it is.
+    if before is not None:
+        report = verify_folder(sampled_dir)
+        if not report.ok:
+            raise RowSourceError(
+                refusal(report.problems, "nothing was exported: sample again (hrm-verify)")
+            )
 
     def unchanged() -> None:
         if _manifest_bytes(sampled_dir) != before:

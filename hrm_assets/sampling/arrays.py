@@ -60,13 +60,19 @@ def save_npy(path: Path, array: np.ndarray) -> ManifestEntry:
     data = memoryview(array).cast("B")
     digest = hashlib.sha256(header)
     digest.update(data)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
-        _write_all(fd, memoryview(header))
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            _write_all(fd, memoryview(header))
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        # os.write and fsync name no file: a full disk said only "[Errno 28]".
+        if exc.filename is None:
+            raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+        raise
     return {"sha256": digest.hexdigest(), "size": len(header) + len(data)}
 
 
@@ -91,8 +97,9 @@ def concatenate_tokens(
 ) -> tuple[int, ManifestEntry]:
     """Write every source's tokens back to back into one ``.npy`` of ``dtype``, fsynced.
 
-    Returns the largest source id (the caller warns when ids do not fit ``dtype``: they are
-    cast like a numpy assignment and wrap, as in data_io) and the file's manifest entry.
+    Returns the largest source id (ids that do not fit ``dtype`` are cast like a numpy
+    assignment and wrap, as in data_io: the caller refuses the output then) and the file's
+    manifest entry.
 
     The Rust core does the work without the GIL (``rust_tokenizer/src/concat.rs``): ``workers``
     threads read, cast and write blocks of ``COPY_BLOCK`` elements at their offsets, two

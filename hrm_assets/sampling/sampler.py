@@ -66,7 +66,14 @@ from hrm_assets.common.atomic import (
     remove_leftovers,
 )
 from hrm_assets.common.config_errors import dotted_key, field_problems
-from hrm_assets.common.manifest import MANIFEST_FILE, MANIFEST_FORMAT, manifest_bytes
+from hrm_assets.common.manifest import (
+    KIND_FIELD,
+    MANIFEST_FILE,
+    MANIFEST_FORMAT,
+    SAMPLED_KIND,
+    kind_problem,
+    manifest_bytes,
+)
 from hrm_assets.common.npy_files import (
     NpyFileError,
     NpyLayout,
@@ -83,7 +90,12 @@ from hrm_assets.sampling.arrays import (
     concatenate_tokens,
 )
 from hrm_assets.sampling.datacard import DataCardError, write_sampled_data_card
-from hrm_assets.sampling.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
+from hrm_assets.sampling.epoch_budget import (
+    EpochBudgetError,
+    TaskDemand,
+    check_epoch_budget,
+    free_space,
+)
 from hrm_assets.sampling.epoch_draw import draw_epochs
 from hrm_assets.sampling.mixture.allocation import (
     MixtureAllocationError,
@@ -123,6 +135,7 @@ from hrm_assets.sampling.tokenizer_folder import (
     choose_tokenizer,
     write_tokenizer_folder,
 )
+from hrm_assets.tokenization.identity import refusal, tokenized_input_problems
 from hrm_assets.tokenization.snapshot import SnapshotError, TokenizedSnapshot, tokenized_snapshot
 
 SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
@@ -566,6 +579,9 @@ def _refuse_unproven(output: Path) -> None:
     """Refuse to replace ``output`` while it holds paths that are not a sampled output's."""
     if not output.is_dir():
         return
+    other_kind = kind_problem(output, SAMPLED_KIND, "hrm-sample")
+    if other_kind is not None:
+        raise SamplingError(f"output_path {other_kind}")
     foreign = unproven_paths(output)
     if foreign:
         shown = ", ".join(str(path) for path in foreign[:5]) + (
@@ -604,6 +620,20 @@ def _ambiguity_warnings(names: list[str], rules: list[PrefixRule]) -> list[str]:
             f"({matching[0]!r}) applies: {shown}"
         )
     return messages
+
+
+def _unmatched_rule_warnings(
+    names: list[str], rules: list[PrefixRule], config: SamplingConfig
+) -> list[str]:
+    """One line per rule whose prefix no task folder starts with: a typo there leaves the
+    tasks it meant under the defaults, silently in data_io. A warning, not an error: one rules
+    file serves tokenized roots that hold only some of its sources."""
+    return [
+        f"{config.prefix_config_path}: rule {index} (prefix {rule.prefix!r}) matches no task "
+        f"folder of {config.tokenized_path} (a typo?); it applies to nothing"
+        for index, rule in enumerate(rules)
+        if not any(name.startswith(rule.prefix) for name in names)
+    ]
 
 
 def _task_reports(
@@ -687,9 +717,12 @@ def _check_budget(
     config: SamplingConfig,
     output: Path,
     token_bytes: int,
+    free_bytes: int,
 ) -> None:
     """Refuse epochs that cannot fit (:mod:`hrm_assets.sampling.epoch_budget`) before drawing
-    them."""
+    them, in ``free_bytes`` (measured before the copy of ``tokens.npy`` began, which the
+    budget counts: measured during the copy, the same disk would be refused or accepted by
+    how far the copy had got)."""
     try:
         check_epoch_budget(
             [TaskDemand(report.name, report.rule, report.rows_per_epoch) for report in reports],
@@ -698,9 +731,37 @@ def _check_budget(
             token_bytes=token_bytes,
             output_path=output,
             rules_path=config.prefix_config_path,
+            free_bytes=free_bytes,
         )
     except EpochBudgetError as exc:
         raise SamplingError(str(exc)) from None
+
+
+def empty_epochs_message(reports: list[TaskReport], config: SamplingConfig) -> str:
+    """Why every epoch would be empty, naming the setting that emptied them: an empty output
+    is never written over a good one (data_io writes it, and exits 0)."""
+    stats = CoverageStats.total(report.stats for report in reports)
+    causes = []
+    if stats.rows_dropped_long:
+        causes.append(
+            f"{stats.rows_dropped_long:,} longer than context_size={config.context_size} "
+            f"(long_context: drop)"
+        )
+    if stats.rows_dropped_short + stats.rows_dropped_short_after_truncate:
+        causes.append(
+            f"{stats.rows_dropped_short + stats.rows_dropped_short_after_truncate:,} with "
+            f"fewer than min_resp_length={config.min_resp_length} response tokens"
+        )
+    excluded = [
+        report.name for report in reports if report.stats.rows and not report.rows_per_epoch
+    ]
+    if excluded:
+        causes.append(f"tasks given no rows by {config.prefix_config_path} ({excluded[0]}, ...)")
+    why = "; ".join(causes) if causes else "the tokenized folders hold no rows"
+    return (
+        f"every epoch would be empty: of {stats.source_rows:,} rows none is left to sample "
+        f"({why}); nothing was written, any previous output is kept"
+    )
 
 
 def _short_after_truncate_warning(reports: list[TaskReport], config: SamplingConfig) -> str | None:
@@ -840,10 +901,17 @@ def sample_tokenized(
     except (PrefixConfigError, MixtureConfigError) as exc:
         raise SamplingError(str(exc)) from None
     output = _check_output_path(config)
-    with _held_still(config.tokenized_path, log) as snapshot:
-        return _sample_snapshot(
-            config, rules, output, snapshot, note, warnings, progress, copy_workers, mixture
-        )
+    try:
+        with _held_still(config.tokenized_path, log) as snapshot:
+            return _sample_snapshot(
+                config, rules, output, snapshot, note, warnings, progress, copy_workers, mixture
+            )
+    except OSError as exc:
+        # A write or fsync names no file: a full disk said only "[Errno 28] No space left on
+        # device". The output it was building is named instead (its staged copy is gone).
+        if exc.filename is None and exc.errno is not None:
+            raise type(exc)(exc.errno, exc.strerror, os.fspath(output)) from None
+        raise
 
 
 @contextlib.contextmanager
@@ -880,6 +948,13 @@ def _sample_snapshot(
     if not task_dirs:
         raise SamplingError(f"{config.tokenized_path}: no task folders to sample from")
     tokenizer_sha256 = check_one_tokenizer(task_dirs)
+    # Every input is proven before it is trusted: its manifest recomputed, and an hrm-data
+    # folder's metadata.json naming its own cleaned file with its arrays' counts.
+    problems = tokenized_input_problems(task_dirs)
+    if problems:
+        raise SamplingError(
+            refusal(problems, "nothing was sampled: tokenize again (hrm-verify lists them all)")
+        )
     try:
         tokenizer = choose_tokenizer(
             config.tokenizer_path, tokenizer_info, config.tokenized_path, tokenizer_sha256
@@ -893,6 +968,8 @@ def _sample_snapshot(
         )
     names = [task_dir.name for task_dir in task_dirs]
     for message in _ambiguity_warnings(names, rules):
+        note(message)
+    for message in _unmatched_rule_warnings(names, rules, config):
         note(message)
     vocab_size = tokenizer_info.get("vocab_size")
     if vocab_size is None:
@@ -911,6 +988,7 @@ def _sample_snapshot(
         # Staged or retired copies of this output can only be left by killed runs: every run
         # holds this lock while it has them.
         remove_leftovers(output)
+        free_bytes = free_space(output.parent)
         with atomic_directory(output) as staged, ThreadPoolExecutor(max_workers=1) as background:
             # The tokens are copied and hashed (by the Rust core, without the GIL) while the
             # spans are read and checked and the epochs drawn, which need only the spans. A bad
@@ -945,15 +1023,13 @@ def _sample_snapshot(
                     config,
                     output,
                     sum(counts) * dtype.itemsize,
+                    free_bytes,
                 )
                 short = _short_after_truncate_warning(reports, config)
                 if short is not None:
                     note(short)
                 if sum(report.rows_per_epoch for report in reports) == 0:
-                    note(
-                        "every epoch is empty: no task has rows left to sample "
-                        "(see the filtering stats)"
-                    )
+                    raise SamplingError(empty_epochs_message(reports, config))
                 epoch_tokens, total, hits, entries, phase_hits = _write_epochs(
                     staged, reports, kept, kept_bounds, config, progress, plan
                 )
@@ -969,11 +1045,15 @@ def _sample_snapshot(
             # held must not have changed meanwhile).
             snapshot.release()
             if max_id > np.iinfo(dtype).max:
-                note(
-                    f"token id {max_id} does not fit {dtype.name} (vocab_size {vocab_size}): "
-                    f"such ids are stored wrapped around, as data_io does"
+                # data_io stores such ids wrapped around (70535 becomes 4999 in uint16): a
+                # different token, silently. Never written; the staged folder goes.
+                raise SamplingError(
+                    f"{config.tokenized_path / TOKENIZER_INFO_FILE}: vocab_size {vocab_size} "
+                    f"stores tokens as {dtype.name} (ids up to {np.iinfo(dtype).max:,}), but the "
+                    f"tokenized folders hold token id {max_id:,}; ids are never wrapped: fix "
+                    f"vocab_size or tokenize again with this tokenizer. Nothing written"
                 )
-            elif vocab_size is not None and max_id >= vocab_size:
+            if vocab_size is not None and max_id >= vocab_size:
                 note(f"token id {max_id} is outside the vocabulary (vocab_size {vocab_size})")
             # data_io divides an int64 by the epoch count and rounds half to even; so do we.
             metadata = SampledMetadata(
@@ -998,7 +1078,11 @@ def _sample_snapshot(
                         max_seq_len=config.context_size - 1,  # HRM-Text's, after the shift
                     )
                 )
-            manifest = {"files": dict(sorted(entries.items())), "format": MANIFEST_FORMAT}
+            manifest = {
+                "files": dict(sorted(entries.items())),
+                "format": MANIFEST_FORMAT,
+                KIND_FIELD: SAMPLED_KIND,
+            }
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
             _fsync_file(staged / MANIFEST_FILE)
             result = _sampling_result(

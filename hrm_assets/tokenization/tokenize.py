@@ -76,6 +76,7 @@ from hrm_assets.tokenization.framing import (
     parse_conditions,
     tokenizer_info_json,
 )
+from hrm_assets.tokenization.identity import folder_identity_problems
 
 CODE_VERSION = f"hrm-tokenize/{_core.FORMAT_VERSION}"
 METADATA_FILE: str = _core.METADATA_FILE
@@ -208,6 +209,10 @@ def _reusable_metadata(folder: Path, expected: dict) -> dict | None:
     # Complete means as written: a manifest listing exactly the arrays, each of its size.
     if not sizes_match(folder) or sorted(read_manifest(folder)["files"]) != sorted(ARRAY_FILES):
         return None
+    # And of this file: metadata naming this folder's cleaned file, counts those of the arrays
+    # (another file's arrays under this metadata pass every check above).
+    if folder_identity_problems(folder, metadata):
+        return None
     return metadata
 
 
@@ -286,12 +291,32 @@ def refuse_foreign(folder: Path) -> None:
     )
 
 
+def _resolved(path: Path | str, what: str) -> Path:
+    """``path`` resolved; ``ValueError`` naming it when it cannot be (a symlink loop)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise ValueError(f"{path}: the {what} cannot be resolved: {exc}") from None
+
+
+def check_input_roots(inputs: Iterable[Path | str]) -> None:
+    """Raise ``ValueError`` naming the first input root that is not a readable folder
+    (missing, a file, a symlink loop, no permission)."""
+    for root in inputs:
+        try:
+            os.stat(root)
+        except OSError as exc:
+            raise ValueError(f"{root}: not a directory: {exc.strerror}") from None
+        if not os.path.isdir(root):
+            raise ValueError(f"{root}: not a directory")
+
+
 def check_roots_apart(inputs: Iterable[Path | str], out_root: Path | str) -> None:
     """Raise ``ValueError`` if the output root is an input root, inside one, or holds one
     (compared resolved): outputs would replace the cleaned files and prune their folders."""
-    out_resolved = Path(out_root).resolve()
+    out_resolved = _resolved(out_root, "output folder")
     for root in inputs:
-        resolved = Path(root).resolve()
+        resolved = _resolved(root, "input folder")
         if resolved == out_resolved or resolved in out_resolved.parents:
             raise ValueError(
                 f"{out_root}: the output folder is the input folder {root} or inside it; "
@@ -457,6 +482,12 @@ def _reuse_or_plan(
     to write it with. Call with the folder's lock held. Raises :class:`ForeignOutputError` if
     ``folder`` holds something this tool did not write."""
     refuse_foreign(folder)
+    if not is_utf8(cleaned.relative):
+        # metadata.json records the name as UTF-8 JSON (as data_io's does): no such name.
+        raise ValueError(
+            f"{os.fsencode(cleaned.path)!r}: the file name is not UTF-8, which metadata.json "
+            "cannot record; rename the file"
+        )
     stat = cleaned.path.stat()
     metadata = expected_metadata(
         cleaned.relative, stat.st_size, stat.st_mtime, file_sha256(cleaned.path), setup
@@ -468,6 +499,15 @@ def _reuse_or_plan(
     if refreshed is not None:
         atomic_write_text(folder / METADATA_FILE, refreshed)
     return reused_outcome(cleaned.safe_name, current, metadata, folder)
+
+
+def is_utf8(name: str) -> bool:
+    """Whether a file name decoded by Python (undecodable bytes as lone surrogates) is UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def write_tokenizer_info(
@@ -551,6 +591,7 @@ def tokenize_tree(
     framing: Framing | None = None,
     threads: int | None = None,
     progress: bool = True,
+    allow_empty_input: bool = False,
 ) -> TreeReport:
     """data_io's tokenizer command: every cleaned file under ``dirs`` into ``out_root``.
 
@@ -561,13 +602,24 @@ def tokenize_tree(
     recorded in the report and the others go on. Setup problems
     (no tokenizer, framing token not in the vocabulary, two files
     with one safe name) raise ``ValueError``/``OSError`` before anything is written.
+
+    Inputs with no cleaned file at all (an unmounted disk, a wrong path) raise ``ValueError``
+    before anything is pruned: pruning would remove every tokenized folder. With
+    ``allow_empty_input`` they are taken at their word.
     """
     started = time.perf_counter()
+    check_input_roots(dirs)
     setup = TokenizerSetup.load(tokenizer_path, framing)
     setup.encoder()
     check_roots_apart(dirs, out_root)
     scan = scan_cleaned_tree([Path(d) for d in dirs])
     files = scan.files
+    if not files and not allow_empty_input:
+        raise ValueError(
+            f"{', '.join(str(d) for d in dirs)}: no cleaned files (.jsonl, .parquet) in the "
+            f"input (an unmounted disk? a wrong path?); nothing was pruned or written. To prune "
+            f"every tokenized folder of {out_root}, pass --allow-empty-input"
+        )
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
     swept = [entry.name for entry in remove_stale_temporaries(out_root)]
@@ -636,6 +688,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=None, help="encoding threads (default: all cores)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--allow-empty-input",
+        action="store_true",
+        help="inputs with no cleaned file are meant: prune every tokenized folder (without it, "
+        "such inputs are refused)",
+    )
     return parser
 
 
@@ -656,6 +714,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             framing,
             threads=args.threads,
             progress=not args.no_progress,
+            allow_empty_input=args.allow_empty_input,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -680,7 +739,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for _, message in report.failures:
         print(f"error: {message}", file=sys.stderr)
     if report.failures:
-        names = ", ".join(name for name, _ in report.failures)
+        # A name that is not UTF-8 is shown escaped, as Python's own stderr would.
+        names = ", ".join(
+            name.encode("utf-8", "backslashreplace").decode("utf-8") for name, _ in report.failures
+        )
         print(f"error: {len(report.failures)} file(s) failed: {names}", file=sys.stderr)
         return 1
     return 0

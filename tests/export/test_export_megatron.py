@@ -132,6 +132,12 @@ def test_a_span_past_the_tokens_names_file_row_and_field(sampled, tmp_path):
     values = np.load(path)
     values[3] = 10**9
     np.save(path, values)
+    # hrm-sample's folder: its manifest no longer matches, and the export says so first.
+    with pytest.raises(RowSourceError, match=r"resp_len\.npy: SHA-256 .* differs from manifest"):
+        export_megatron(tmp_path / "out", sampled_dir=sampled, epoch=0)
+    # data_io's folder (no manifest, no data card): the spans themselves are checked.
+    for name in ("manifest.json", "DATACARD.md", "datacard.json"):
+        (sampled / name).unlink()
     with pytest.raises(
         RowSourceError, match=r"epoch_0/resp_len\.npy: row 3: resp_start \+ resp_len"
     ):

@@ -43,13 +43,13 @@ def cleaned(tmp_path, real_raw) -> Path:
     return root
 
 
-def independent_manifest(folder: Path, names: list[str]) -> bytes:
+def independent_manifest(folder: Path, names: list[str], kind: str) -> bytes:
     """The manifest format restated with hashlib alone."""
     files = {}
     for name in names:
         data = (folder / name).read_bytes()
         files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-    manifest = {"files": files, "format": "hrm-data-manifest/1"}
+    manifest = {"files": files, "format": "hrm-data-manifest/1", "kind": kind}
     return json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -70,8 +70,8 @@ def test_tokenized_manifest_is_written_by_rust_in_the_shared_format(
     for item in scan_cleaned_files(cleaned):
         folder = out / item.safe_name
         written = (folder / MANIFEST_FILE).read_bytes()
-        assert written == independent_manifest(folder, sorted(ARRAY_FILES))
-        assert written == manifest_bytes(build_manifest(folder))
+        assert written == independent_manifest(folder, sorted(ARRAY_FILES), "tokenized")
+        assert written == manifest_bytes(build_manifest(folder, kind="tokenized"))
         result = verify_folder(folder)
         assert result.ok, result.problems
         assert result.files == 5
@@ -158,7 +158,7 @@ def test_sampled_manifest_lists_every_array_and_is_deterministic(tmp_path, monke
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.npy"))
     assert len(names) == 1 + 3 * 4
     names.append("metadata.json")  # HRM-Text reads it too (issue 16)
-    assert (out / MANIFEST_FILE).read_bytes() == independent_manifest(out, names)
+    assert (out / MANIFEST_FILE).read_bytes() == independent_manifest(out, names, "sampled")
     assert verify_folder(out).ok
 
     # Another run, one copy thread and tiny copy chunks: the same manifest.

@@ -77,6 +77,12 @@ def run_both(tmp_path: Path, tasks, rules, vocab_size=1000, data_seed=0, **kwarg
         prefix_config_path=rules_path,
         **kwargs,
     )
+    if not len(np.load(tmp_path / "expected" / "epoch_0" / "inst_len.npy")):
+        # data_io writes empty epochs; hrm-sample refuses them (issue 30), writing nothing.
+        with pytest.raises(SamplingError, match="every epoch would be empty"):
+            sample_tokenized(config)
+        assert not (tmp_path / "sampled").exists()
+        return None, expected
     result = sample_tokenized(config)
     assert without_data_card(tree_bytes(tmp_path / "sampled")) == tree_bytes(tmp_path / "expected")
     assert render_data_io_report(result) == expected["report"]
@@ -519,36 +525,26 @@ def test_repeat_beyond_buffer_does_not_crash(tmp_path):
     assert result.epoch_rows[0] > kept
 
 
-def test_zero_rows_after_filtering(tmp_path):
+def test_zero_rows_after_filtering_is_an_error_naming_what_emptied_the_epochs(tmp_path):
+    # data_io writes empty epochs here and exits 0; an empty output never replaces another.
     tasks = {"a.jsonl": [(30, 5), (10, 1)], "b.jsonl": []}
-    seen = []
     tokenized = write_tokenized(tmp_path / "tok", tasks)
     rules = write_rules(tmp_path / "rules.yaml", [{"prefix": "a", "long_context": "drop"}])
-    expected = reference_sample(
-        tokenized,
-        [{"prefix": "a", "long_context": "drop"}],
-        tmp_path / "expected",
+    config = make_config(
+        tokenized_path=tokenized,
+        output_path=tmp_path / "out",
+        prefix_config_path=rules,
         epochs=2,
         context_size=20,
     )
-    result = sample_tokenized(
-        make_config(
-            tokenized_path=tokenized,
-            output_path=tmp_path / "out",
-            prefix_config_path=rules,
-            epochs=2,
-            context_size=20,
-        ),
-        warn=seen.append,
+    with pytest.raises(SamplingError) as raised:
+        sample_tokenized(config)
+    assert str(raised.value) == (
+        "every epoch would be empty: of 2 rows none is left to sample (1 longer than "
+        "context_size=20 (long_context: drop); 1 with fewer than min_resp_length=2 response "
+        "tokens); nothing was written, any previous output is kept"
     )
-    assert without_data_card(tree_bytes(tmp_path / "out")) == tree_bytes(tmp_path / "expected")
-    assert render_data_io_report(result) == expected["report"]
-    assert result.epoch_rows == [0, 0] and result.total_length == 0
-    assert (
-        result.global_stats.rows_dropped_long == 1 and result.global_stats.rows_dropped_short == 1
-    )
-    assert any("every epoch is empty" in message for message in seen)
-    assert len(np.load(tmp_path / "out" / "tokens.npy")) == 30 + 5 + 10 + 1
+    assert not (tmp_path / "out").exists()
 
 
 # --------------------------------------------------------------------------- pure rules
@@ -791,15 +787,15 @@ def test_output_inside_tokenized_root_is_refused(tmp_path):
         sample_tokenized(nested)
 
 
-def test_out_of_vocabulary_ids_warn(tmp_path):
+def test_ids_that_do_not_fit_the_dtype_are_an_error_never_wrapped(tmp_path):
     config = _good_setup(tmp_path)
     task = config.tokenized_path / "a.jsonl"
     tokens = np.load(task / "tokens.npy")
     tokens[0] = 70_000
     np.save(task / "tokens.npy", tokens)
-    result = sample_tokenized(config)
-    assert any("does not fit uint16" in message for message in result.warnings)
-    assert np.load(config.output_path / "tokens.npy")[0] == 70_000 % 65_536
+    with pytest.raises(SamplingError, match="token id 70,000; ids are never wrapped"):
+        sample_tokenized(config)
+    assert not config.output_path.exists()
 
 
 def test_a_bad_span_file_stops_the_token_copy_and_leaves_nothing(tmp_path, monkeypatch):

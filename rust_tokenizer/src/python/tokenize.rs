@@ -20,7 +20,7 @@ use crate::tokenize::encode::{
 use crate::tokenize::frame::FramingSpec;
 use crate::tokenize::write::{
     tokenize_files, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE,
-    OWNER_MARKER,
+    OWNER_MARKER, TOKENIZED_KIND,
 };
 use crate::tokenize::FORMAT_VERSION;
 
@@ -264,6 +264,7 @@ pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("METADATA_FILE", METADATA_FILE)?;
     module.add("MANIFEST_FILE", MANIFEST_FILE)?;
     module.add("MANIFEST_FORMAT", MANIFEST_FORMAT)?;
+    module.add("TOKENIZED_KIND", TOKENIZED_KIND)?;
     module.add("ARRAY_FILES", ARRAY_FILES.to_vec())?;
     module.add("DEFAULT_BATCH_ROWS", DEFAULT_BATCH_ROWS)?;
     Ok(())

@@ -6,6 +6,11 @@
 //! must be strings (a JSON null is an error naming the row and the field), other fields are
 //! ignored. One exception, data_io's: a null in a Parquet string column is read as the empty
 //! string (its reader takes the null slot's empty value), and counted ([`RowReader::nulls`]).
+//!
+//! The bytes a reader parses are the bytes it hashes ([`RowReader::source_digest`]): a JSONL
+//! stream is hashed as its lines are read, a Parquet file is read whole once (its reader seeks)
+//! and hashed from memory. So a file rewritten while it is tokenized is caught by comparing that
+//! digest with the one the decision to tokenize it was taken on, with no second read.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -17,8 +22,8 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
-use parquet::file::reader::ChunkReader;
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
 
@@ -40,6 +45,46 @@ pub struct Row {
 impl Row {
     pub fn text_bytes(&self) -> usize {
         self.condition.len() + self.instruction.len() + self.response.len()
+    }
+}
+
+/// Size and SHA-256 of the bytes a [`RowReader`] parsed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SourceDigest {
+    pub size: u64,
+    pub sha256: [u8; 32],
+}
+
+impl SourceDigest {
+    fn of(hasher: &Sha256, size: u64) -> Self {
+        SourceDigest {
+            size,
+            sha256: hasher.clone().finalize().into(),
+        }
+    }
+
+    /// The SHA-256 as lowercase hex, as manifests and `metadata.json` record it.
+    pub fn sha256_hex(&self) -> String {
+        self.sha256
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+}
+
+/// A source that hashes every byte as it hands it out.
+struct DigestingRead {
+    inner: Box<dyn Read + Send>,
+    hasher: Sha256,
+    size: u64,
+}
+
+impl Read for DigestingRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.hasher.update(&buf[..read]);
+        self.size += read as u64;
+        Ok(read)
     }
 }
 
@@ -89,6 +134,18 @@ impl RowReader {
             RowReader::Parquet(reader) => reader.nulls,
         }
     }
+
+    /// Size and SHA-256 of the bytes parsed: once [`RowReader::next_batch`] has returned
+    /// `None`, of the whole file as it was read (a Parquet file's from the start).
+    pub fn source_digest(&self) -> SourceDigest {
+        match self {
+            RowReader::Jsonl(reader) => {
+                let source = reader.lines.get_ref();
+                SourceDigest::of(&source.hasher, source.size)
+            }
+            RowReader::Parquet(reader) => reader.digest,
+        }
+    }
 }
 
 /// The two formats of cleaned files, told apart by extension.
@@ -116,9 +173,9 @@ impl Format {
 
 pub struct JsonlReader {
     path: PathBuf,
-    // Boxed: a file or an object's bytes. The buffer calls it once per MiB, so the dynamic
-    // call costs nothing measurable.
-    lines: BufReader<Box<dyn Read + Send>>,
+    // Boxed: a file or an object's bytes, hashed as they are read. The buffer calls it once
+    // per MiB, so the dynamic call costs nothing measurable.
+    lines: BufReader<DigestingRead>,
     line_number: u64,
     batch_rows: usize,
     buffer: Vec<u8>,
@@ -143,7 +200,14 @@ impl JsonlReader {
     fn new(path: &Path, source: Box<dyn Read + Send>, batch_rows: usize) -> Self {
         JsonlReader {
             path: path.to_path_buf(),
-            lines: BufReader::with_capacity(1 << 20, source),
+            lines: BufReader::with_capacity(
+                1 << 20,
+                DigestingRead {
+                    inner: source,
+                    hasher: Sha256::new(),
+                    size: 0,
+                },
+            ),
             line_number: 0,
             batch_rows,
             buffer: Vec::new(),
@@ -265,17 +329,26 @@ pub struct ParquetReader {
     batches: ParquetRecordBatchReader,
     rows_seen: u64,
     nulls: u64,
+    digest: SourceDigest,
 }
 
 impl ParquetReader {
+    /// The file read whole, once: the reader seeks about it, and the bytes it decodes must be
+    /// the bytes hashed ([`RowReader::source_digest`]), which reading the file twice cannot
+    /// prove. Costs memory the size of the file, as an object fetched from storage does.
     pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
-        let file = File::open(path).at(path)?;
-        ParquetReader::new(path, file, batch_rows)
+        let mut file = File::open(path).at(path)?;
+        let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |meta| meta.len() as usize));
+        file.read_to_end(&mut bytes).at(path)?;
+        ParquetReader::new(path, Bytes::from(bytes), batch_rows)
     }
 
-    /// Record batches of `source` (a file, or the bytes of an object), named `path` in errors.
-    fn new<T: ChunkReader + 'static>(path: &Path, source: T, batch_rows: usize) -> Result<Self> {
-        let builder = ParquetRecordBatchReaderBuilder::try_new(source)
+    /// Record batches of a whole file's `bytes`, named `path` in errors.
+    fn new(path: &Path, bytes: Bytes, batch_rows: usize) -> Result<Self> {
+        let mut hasher = Sha256::new();
+        hasher.update(&bytes);
+        let digest = SourceDigest::of(&hasher, bytes.len() as u64);
+        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
             .map_err(|err| Error::file(path, format!("cannot read as Parquet: {err}")))?;
         let schema = builder.schema().clone();
         let mut roots = Vec::with_capacity(FIELDS.len());
@@ -309,6 +382,7 @@ impl ParquetReader {
             batches,
             rows_seen: 0,
             nulls: 0,
+            digest,
         })
     }
 
@@ -727,6 +801,35 @@ mod tests {
             RowReader::open(&missing, 1),
             Err(Error::Io { .. })
         ));
+    }
+
+    #[test]
+    fn the_digest_is_of_the_bytes_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let jsonl = write_file(
+            dir.path(),
+            "a.jsonl",
+            "{\"condition\":\"cot\",\"instruction\":\"q\",\"response\":\"a\"}\n\n",
+        );
+        let parquet = write_parquet(
+            dir.path(),
+            "a.parquet",
+            FIELDS
+                .iter()
+                .map(|name| {
+                    let column: ArrayRef = Arc::new(StringArray::from(vec!["x", "y"]));
+                    (*name, column)
+                })
+                .collect(),
+        );
+        for path in [jsonl, parquet] {
+            let bytes = std::fs::read(&path).unwrap();
+            let mut reader = RowReader::open(&path, 1).unwrap();
+            while reader.next_batch().unwrap().is_some() {}
+            let digest = reader.source_digest();
+            assert_eq!(digest.size, bytes.len() as u64, "{path:?}");
+            assert_eq!(digest.sha256, <[u8; 32]>::from(Sha256::digest(&bytes)));
+        }
     }
 
     #[test]

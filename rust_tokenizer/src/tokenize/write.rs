@@ -33,6 +33,7 @@ use crate::npy::{hex_digest, NpyWriter};
 use crate::storage::{Location, ObjectStores, ObjectUrl};
 use crate::tokenize::durable::{sync_dir, sync_folders};
 use crate::tokenize::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
+use crate::tokenize::read::SourceDigest;
 use crate::tokenize::remote;
 
 pub const TMP_PREFIX: &str = ".tmp-";
@@ -43,6 +44,9 @@ pub const METADATA_FILE: &str = "metadata.json";
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The `format` field of `manifest.json`; Python's `hrm_assets.common.manifest.MANIFEST_FORMAT`.
 pub const MANIFEST_FORMAT: &str = "hrm-data-manifest/1";
+/// The `kind` field of a tokenized folder's `manifest.json`: which command wrote the folder, so
+/// that no other command takes it for its own output (`hrm_assets.common.manifest`).
+pub const TOKENIZED_KIND: &str = "tokenized";
 pub const ARRAY_FILES: [&str; 5] = [
     "tokens.npy",
     "inst_start.npy",
@@ -226,8 +230,9 @@ pub fn file_digest_with(path: &Path, inspect: &mut dyn FnMut(&[u8])) -> Result<(
     })
 }
 
-/// The bytes of `manifest.json` for the files `names` of `dir` (hashed in parallel on the
-/// current rayon pool): `{"files":{name:{"sha256":hex,"size":n}},"format":...}`, compact with
+/// The bytes of a tokenized folder's `manifest.json` for the files `names` of `dir` (hashed in
+/// parallel on the current rayon pool):
+/// `{"files":{name:{"sha256":hex,"size":n}},"format":...,"kind":"tokenized"}`, compact with
 /// sorted keys, so the same arrays always give the same manifest.
 pub fn manifest_json(dir: &Path, names: &[&str]) -> Result<Vec<u8>> {
     let digests = names
@@ -238,7 +243,7 @@ pub fn manifest_json(dir: &Path, names: &[&str]) -> Result<Vec<u8>> {
         .into_iter()
         .map(|(name, (size, sha256))| (name, json!({"sha256": sha256, "size": size})))
         .collect();
-    let manifest = json!({"files": files, "format": MANIFEST_FORMAT});
+    let manifest = json!({"files": files, "format": MANIFEST_FORMAT, "kind": TOKENIZED_KIND});
     Ok(serde_json::to_vec(&manifest).expect("a JSON map always serialises"))
 }
 
@@ -411,6 +416,7 @@ fn write_folder(
         }
     };
     arrays.finish()?;
+    check_source_unchanged(job, &stats.source)?;
     let mut metadata = job.metadata.clone();
     metadata.insert("rows".into(), stats.rows.into());
     metadata.insert("tokens".into(), stats.tokens.into());
@@ -422,6 +428,36 @@ fn write_folder(
     write_file(&dir.join(MANIFEST_FILE), &manifest)?;
     write_file(&dir.join(OWNER_MARKER), MARKER_TEXT.as_bytes())?;
     Ok(stats)
+}
+
+/// Refuse a folder whose input was not, byte for byte, the file the caller hashed to decide
+/// (`source_sha256` and `source_size` in the job's metadata, when it records them): a file
+/// rewritten while it was encoded (`cp`, `rsync --inplace`: truncated, then refilled) may have
+/// been read half empty, and a folder recording the whole file's hash would then be skipped as
+/// current for ever. Nothing is written; the next run sees the file as it then is.
+fn check_source_unchanged(job: &FileJob, read: &SourceDigest) -> Result<()> {
+    let recorded_sha256 = job.metadata.get("source_sha256").and_then(Value::as_str);
+    let recorded_size = job.metadata.get("source_size").and_then(Value::as_u64);
+    let (Some(sha256), Some(size)) = (recorded_sha256, recorded_size) else {
+        return Ok(());
+    };
+    let read_sha256 = read.sha256_hex();
+    if read_sha256 == sha256 && read.size == size {
+        return Ok(());
+    }
+    let name = match &job.input {
+        Location::Local(path) => path.clone(),
+        Location::Remote(url) => url.as_path_buf(),
+    };
+    Err(Error::file(
+        &name,
+        format!(
+            "changed while it was tokenized: {} bytes (SHA-256 {read_sha256}) were encoded, but \
+             {size} bytes (SHA-256 {sha256}) were hashed when the run began; nothing was \
+             written: run again once the file is no longer being written",
+            read.size
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -518,6 +554,7 @@ mod tests {
         let manifest: Value =
             serde_json::from_slice(&fs::read(target.join(MANIFEST_FILE)).unwrap()).unwrap();
         assert_eq!(manifest["format"], MANIFEST_FORMAT);
+        assert_eq!(manifest["kind"], TOKENIZED_KIND);
         let files = manifest["files"].as_object().unwrap();
         assert_eq!(files.len(), ARRAY_FILES.len());
         for name in ARRAY_FILES {
@@ -529,6 +566,42 @@ mod tests {
             assert_eq!(files[name]["size"], bytes.len() as u64, "{name}");
             assert_eq!(files[name]["sha256"], sha256, "{name}");
         }
+    }
+
+    #[test]
+    fn a_file_that_differs_from_the_one_hashed_fails_and_writes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let input = jsonl(root.path(), "in.jsonl", &[("cot", "two", "five")]);
+        let (size, sha256) = file_digest(&input).unwrap();
+        let target = root.path().join("out").join("in.jsonl");
+        let encoder = Encoder::new(word_tokenizer(), &word_spec()).unwrap();
+        let pool = thread_pool(Some(2)).unwrap();
+        let recorded = |size: u64, sha256: &str| {
+            let mut metadata = Map::new();
+            metadata.insert("source_size".into(), size.into());
+            metadata.insert("source_sha256".into(), sha256.into());
+            metadata
+        };
+        // Hashed whole, then read after `cp` truncated it: what was encoded is not what was
+        // hashed.
+        let whole = recorded(size, &sha256);
+        fs::write(&input, b"").unwrap();
+        let err = pool
+            .install(|| tokenize_to_folder(&encoder, &input, &target, whole, 1))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("changed while it was tokenized: 0 bytes"),
+            "{err}"
+        );
+        assert!(!root.path().join("out").join("in.jsonl").exists());
+        // The bytes hashed are the bytes encoded: written, recording them.
+        let empty = recorded(0, &format!("{:x}", Sha256::digest(b"")));
+        let stats = pool
+            .install(|| tokenize_to_folder(&encoder, &input, &target, empty, 1))
+            .unwrap();
+        assert_eq!((stats.rows, stats.source.size), (0, 0));
+        assert!(target.join(MANIFEST_FILE).is_file());
     }
 
     #[test]
@@ -547,7 +620,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(manifest).unwrap(),
             format!(
-                r#"{{"files":{{"abc":{{"sha256":"{hex}","size":3}}}},"format":"{MANIFEST_FORMAT}"}}"#
+                r#"{{"files":{{"abc":{{"sha256":"{hex}","size":3}}}},"format":"{MANIFEST_FORMAT}","kind":"{TOKENIZED_KIND}"}}"#
             )
         );
     }

@@ -19,7 +19,7 @@ mod fast;
 
 use crate::error::{Error, IoContext, Result};
 use crate::tokenize::frame::{FramedRow, Framing, FramingSpec};
-use crate::tokenize::read::{Row, RowReader};
+use crate::tokenize::read::{Row, RowReader, SourceDigest};
 use fast::FastEncoder;
 
 /// Rows per batch: large enough to keep every thread busy, small enough to bound memory.
@@ -122,6 +122,8 @@ pub struct EncodeStats {
     pub text_bytes: u64,
     /// Parquet nulls read as empty strings, as data_io reads them.
     pub nulls: u64,
+    /// Size and SHA-256 of the bytes the rows were parsed from.
+    pub source: SourceDigest,
 }
 
 /// The implementation that turns text into ids.
@@ -431,6 +433,7 @@ impl Encoder {
             sink.append(&arrays)?;
         }
         stats.nulls = reader.nulls();
+        stats.source = reader.source_digest();
         Ok(stats)
     }
 }
