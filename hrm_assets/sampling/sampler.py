@@ -625,14 +625,20 @@ def _ambiguity_warnings(names: list[str], rules: list[PrefixRule]) -> list[str]:
 def _unmatched_rule_warnings(
     names: list[str], rules: list[PrefixRule], config: SamplingConfig
 ) -> list[str]:
-    """One line per rule whose prefix no task folder starts with: a typo there leaves the
-    tasks it meant under the defaults, silently in data_io. A warning, not an error: one rules
-    file serves tokenized roots that hold only some of its sources."""
-    return [
-        f"{config.prefix_config_path}: rule {index} (prefix {rule.prefix!r}) matches no task "
-        f"folder of {config.tokenized_path} (a typo?); it applies to nothing"
+    """One line naming the rules whose prefix no task folder starts with: a typo there leaves
+    the tasks it meant under the defaults, silently in data_io. A warning, not an error: one
+    rules file (the project's) serves tokenized roots that hold only some of its sources."""
+    unmatched = [
+        f"rule {index} (prefix {rule.prefix!r})"
         for index, rule in enumerate(rules)
         if not any(name.startswith(rule.prefix) for name in names)
+    ]
+    if not unmatched:
+        return []
+    return [
+        f"{config.prefix_config_path}: {', '.join(unmatched)} "
+        f"{'matches' if len(unmatched) == 1 else 'match'} no task folder of "
+        f"{config.tokenized_path} (a typo?): applied to nothing"
     ]
 
 

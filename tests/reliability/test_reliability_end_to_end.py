@@ -328,7 +328,14 @@ def test_a_context_size_that_empties_every_epoch_exits_1_and_keeps_the_output(tm
 
 def test_a_prefix_rule_that_matches_no_task_is_warned(tmp_path):
     tokenized = write_tokenized(tmp_path / "tokenized", {"flan__a.jsonl": [(3, 4)] * 5})
-    rules = write_rules(tmp_path / "rules.yaml", [{"prefix": "faln__", "max_per_file": 2}])
+    rules = write_rules(
+        tmp_path / "rules.yaml",
+        [
+            {"prefix": "faln__", "max_per_file": 2},
+            {"prefix": "flan__", "max_per_file": 2},
+            {"prefix": "gsm8k_", "max_per_file": 2},
+        ],
+    )
     config = make_config(
         tokenized_path=tokenized,
         output_path=tmp_path / "sampled",
@@ -338,8 +345,8 @@ def test_a_prefix_rule_that_matches_no_task_is_warned(tmp_path):
     )
     result = sample_tokenized(config)
     assert (
-        f"{rules}: rule 0 (prefix 'faln__') matches no task folder of {tokenized} (a typo?); "
-        "it applies to nothing"
+        f"{rules}: rule 0 (prefix 'faln__'), rule 2 (prefix 'gsm8k_') match no task folder of "
+        f"{tokenized} (a typo?): applied to nothing"
     ) in result.warnings
 
 
