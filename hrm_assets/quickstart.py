@@ -79,8 +79,10 @@ def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_st
     failing stage (within tokenization, the other sources' runs still run).
     """
     from hrm_assets.cleaning.sources import SOURCES
+    from hrm_assets.defs.common.keys import sampled_key
     from hrm_assets.defs.tokenized.materialize_all import materialize_sources
     from hrm_assets.defs.tokenized.partition_range import all_partitions_tags
+    from hrm_assets.sampling.training_nodes import load_training_nodes
 
     log(f"[1/4] observing {len(SOURCES)} raw sources")
     observe = defs.resolve_job_def("observe_raw_sources")
@@ -102,7 +104,13 @@ def materialize_graph(defs, instance, vocab_size: int, epochs: int = 10, log=_st
         return False
     sample = defs.resolve_job_def("sample_epochs")
     log(f"[4/4] sampling {epochs} epochs for every training node")
-    ops = {node.name: {"config": {"epochs": epochs}} for node in sample.nodes}
+    # A node that sets its epochs in training_nodes.yaml keeps them (a run may not ask for other).
+    pinned = {sampled_key(n.name).to_python_identifier() for n in load_training_nodes() if n.epochs}
+    ops = {
+        node.name: {"config": {"epochs": epochs}}
+        for node in sample.nodes
+        if node.name not in pinned
+    }
     return sample.execute_in_process(
         instance=instance, run_config=_run_config(ops), raise_on_error=False
     ).success
