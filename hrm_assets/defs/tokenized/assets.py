@@ -17,6 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets import _core
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.layout import CleanedFile, LayoutError
 from hrm_assets.common.object_mirror import mirror_tree
@@ -54,7 +55,9 @@ from hrm_assets.tokenization.tokenize import (
     write_tokenizer_info,
 )
 
-CODE_VERSION = "2"
+# The tokenized folders' format version (rust_tokenizer/src/tokenize/mod.rs): the one number
+# that moves with what a folder holds (docs/ARCHITECTURE.md, "Code versions").
+CODE_VERSION = _core.FORMAT_VERSION
 FILES_PER_RUN_ENV = "HRM_TOKENIZE_FILES_PER_RUN"
 PROGRESS_SECONDS = 10.0
 EVALUATIONS_PER_LOOKUP = 256
