@@ -323,11 +323,41 @@ class CleaningReport:
             },
         }
 
-    def summary(self) -> str:
-        files = ", ".join(f"{path} ({item.rows} rows)" for path, item in sorted(self.files.items()))
+    def speed(self) -> dict[str, Any]:
+        """How fast the run went: seconds, records/s, raw MB/s (raw bytes read through, for
+        the columnar engine), the engine and its threads. Not part of :meth:`as_dict`, whose
+        content depends only on the data."""
+        seconds = self.seconds or 0.0
+        return {
+            "seconds": round(seconds, 3),
+            "records_per_second": round(self.records_read / seconds) if seconds else None,
+            "raw_mb_per_second": (
+                round(self.raw_bytes / 1e6 / seconds, 1) if seconds and self.raw_bytes else None
+            ),
+            "raw_bytes": self.raw_bytes,
+            "engine": self.engine,
+            "threads": self.threads,
+        }
+
+    def summary(self, max_files: int = 3) -> str:
+        """A short closing report: files, rows, bytes, time and speed, skips by reason with
+        two examples each; files are named when there are at most ``max_files`` (the rest is
+        in :meth:`as_dict`, the CLI's ``--json``)."""
+        files = sorted(self.files.items())
+        if len(files) <= max_files:
+            named = ", ".join(f"{path} ({item.rows:,} rows)" for path, item in files)
+            where = named or "no files"
+        else:
+            where = f"{len(files):,} files"
+        speed = self.speed()
+        rate = f"{speed['records_per_second']:,} records/s" if speed["records_per_second"] else ""
+        if speed["raw_mb_per_second"]:
+            rate += f", {speed['raw_mb_per_second']:,} raw MB/s"
+        engine = f"{self.engine}" + (f", {self.threads} threads" if self.threads > 1 else "")
         text = (
-            f"{self.source}: {self.records_read} records -> {self.rows_written} rows in "
-            f"{files or 'no files'}; {self.bytes_written} bytes; {self.seconds:.1f}s"
+            f"{self.source}: {self.records_read:,} records -> {self.rows_written:,} rows in "
+            f"{where}; {self.bytes_written / 1e6:,.1f} MB; {self.seconds:.1f}s"
+            + (f" ({rate}; {engine})" if rate else f" ({engine})")
         )
         for name in self.swept:
             text += f"\n  removed {name} (left by a cleaning run that died)"
@@ -717,8 +747,72 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--out", type=Path, default=None, help="cleaned root (default <$HRM_DATA_ROOT>/cleaned)"
     )
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
-    parser.add_argument("--json", action="store_true", help="print each report as JSON")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for a columnar source's parts (default: every core; files do not change)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print each report as JSON, with every file's detail"
+    )
     return parser.parse_args(argv)
+
+
+class ProgressMeter:
+    """Feeds a tqdm bar from ``clean_source``'s callbacks (possibly from several threads):
+    rows per second on the bar, raw MB/s beside it."""
+
+    def __init__(self, bar):
+        self.bar = bar
+        self.started = time.monotonic()
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    def records(self, count: int) -> None:
+        with self._lock:
+            self.bar.update(count)
+
+    def raw_bytes(self, count: int) -> None:
+        with self._lock:
+            self.bytes += count
+            elapsed = max(time.monotonic() - self.started, 1e-9)
+            self.bar.set_postfix_str(
+                f"{self.bytes / 1e6:,.0f} MB raw, {self.bytes / 1e6 / elapsed:,.1f} MB/s",
+                refresh=False,
+            )
+
+
+class ProgressLog:
+    """``clean_source``'s progress callbacks as a line to ``log`` every ``interval`` seconds
+    (the cleaned asset's Dagster log): records and raw bytes so far, records/s and MB/s."""
+
+    def __init__(self, log: Callable[[str], None], name: str, interval: float = 10.0):
+        self.log, self.name, self.interval = log, name, interval
+        self.started = self.last = time.monotonic()
+        self.count = self.bytes = 0
+        self._lock = threading.Lock()
+
+    def records(self, count: int) -> None:
+        with self._lock:
+            self.count += count
+            now = time.monotonic()
+            if now - self.last < self.interval:
+                return
+            self.last = now
+            elapsed = max(now - self.started, 1e-9)
+            message = (
+                f"{self.name}: {self.count:,} records read, {self.count / elapsed:,.0f} records/s"
+            )
+            if self.bytes:
+                message += (
+                    f", {self.bytes / 1e6:,.0f} MB raw, {self.bytes / 1e6 / elapsed:,.1f} MB/s"
+                )
+        self.log(message)
+
+    def raw_bytes(self, count: int) -> None:
+        with self._lock:
+            self.bytes += count
 
 
 def _selected(names: Iterable[str]) -> list[SourceSpec]:
@@ -740,6 +834,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.batch_size < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
         return 2
+    if args.threads is not None and args.threads < 1:
+        print("error: --threads must be at least 1", file=sys.stderr)
+        return 2
     raw_root = args.raw_root.absolute() if args.raw_root else settings.raw_root()
     if isinstance(raw_root, ObjectRoot):
         # Read through the local working copy, refreshed by ETag (docs/STORAGE.md).
@@ -748,15 +845,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = []
     for spec in specs:
         try:
-            with tqdm(desc=spec.name, unit=" records", file=sys.stderr) as bar:
+            with tqdm(desc=spec.name, unit=" rows", unit_scale=True, file=sys.stderr) as bar:
+                meter = ProgressMeter(bar)
                 report = clean_source(
-                    spec, out_root, raw_root, args.batch_size, progress=bar.update
+                    spec,
+                    out_root,
+                    raw_root,
+                    args.batch_size,
+                    progress=meter.records,
+                    progress_bytes=meter.raw_bytes,
+                    threads=args.threads,
                 )
         except (OSError, ValueError, RuntimeError) as error:
             print(f"error: {error}", file=sys.stderr)
             failed.append(spec.name)
             continue
-        print(json.dumps(report.as_dict(), ensure_ascii=False) if args.json else report.summary())
+        if args.json:
+            print(json.dumps({**report.as_dict(), **report.speed()}, ensure_ascii=False))
+        else:
+            print(report.summary())
     if failed:
         print(f"error: {len(failed)} source(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -240,3 +240,25 @@ def test_thousands_of_tasks_under_a_memory_cap(tmp_path):
     assert result["files"] == len(list((tmp_path / "out" / "flan").glob("*.parquet"))) > 2900
     assert result["rows"] == count
     assert result["peak"] < 600 * 1024 * 1024
+
+
+def test_cli_prints_a_short_summary_and_the_detail_behind_json(tmp_path, capsys):
+    from hrm_assets.cleaning.clean import main
+
+    write_flan(tmp_path / "raw", random.Random(2), per_file=300, tasks=12)
+    args = ["flan", "--raw-root", str(tmp_path / "raw"), "--out", str(tmp_path / "out")]
+    assert main([*args, "--threads", "2"]) == 0
+    captured = capsys.readouterr()
+    summary = captured.out.strip().splitlines()
+    assert summary[0].startswith("flan: 1,800 records -> ")
+    assert " files; " in summary[0] and "records/s" in summary[0] and "raw MB/s" in summary[0]
+    assert "columnar, 2 threads" in summary[0]
+    assert ".parquet" not in captured.out  # file names only in --json
+    assert any(line.startswith("  skipped ") for line in summary)
+    assert "rows/s" in captured.err and "MB/s" in captured.err  # the progress bar
+    assert main([*args, "--json", "--threads", "1"]) == 0
+    detail = json.loads(capsys.readouterr().out)
+    assert len(detail["files"]) > 3 and detail["engine"] == "columnar"
+    assert detail["rows_written"] == sum(item["rows"] for item in detail["files"].values())
+    assert detail["records_per_second"] > 0 and detail["raw_bytes"] > 0
+    assert main([*args, "--threads", "0"]) == 2

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets.cleaning.clean import clean_source, source_code_version
+from hrm_assets.cleaning.clean import ProgressLog, clean_source, source_code_version
 from hrm_assets.cleaning.raw_versions import observe_raw
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.build_record import is_current, read_record, write_record
@@ -78,6 +78,12 @@ def cleaning_metadata(summary: dict) -> dict:
         "skipped_examples": dg.MetadataValue.json(summary["skipped"]),
         "preview": table(preview, ["file", "condition", "instruction", "response"]),
         "seconds": summary["seconds"],
+        # records/s, raw MB/s, engine and threads of the run that wrote the files
+        **{
+            f"speed/{key}": value
+            for key, value in summary.get("speed", {}).items()
+            if value is not None
+        },
     }
 
 
@@ -118,13 +124,16 @@ def build_cleaned_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             context.log.info(f"raw data and code of {spec.name} unchanged: nothing rewritten")
             summary = record["report"]
         else:
-            report = clean_source(spec, cleaned_root, raw_root=raw_path)
+            meter = ProgressLog(context.log.info, spec.name)
+            report = clean_source(
+                spec, cleaned_root, raw_path, progress=meter.records, progress_bytes=meter.raw_bytes
+            )
             context.log.info(report.summary())
             for item in before:
                 if item.relative not in report.files:
                     context.log.info(f"removing {item.relative}: {spec.name} no longer writes it")
                     item.path.unlink(missing_ok=True)
-            summary = report.as_dict()
+            summary = {**report.as_dict(), "speed": report.speed()}
         outputs = files_of_source(spec, cleaned_root)
         version = _content_version(cleaned_root, outputs)
         if not unchanged:
@@ -170,7 +179,10 @@ def clean_into_object_storage(
         cache_root().mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".tmp-cleaned-", dir=cache_root()) as staging:
             staging = Path(staging)
-            report = clean_source(spec, staging, raw_root=raw_path)
+            meter = ProgressLog(context.log.info, spec.name)
+            report = clean_source(
+                spec, staging, raw_path, progress=meter.records, progress_bytes=meter.raw_bytes
+            )
             context.log.info(report.summary())
             staged = files_of_source(spec, staging)
             rows_valid = rows_valid_summary(staged)
@@ -188,7 +200,7 @@ def clean_into_object_storage(
                 # Only objects carrying our SHA-256 metadata: files this asset wrote.
                 context.log.info(f"removing {item.relative}: {spec.name} no longer writes it")
                 store.delete([item.relative])
-        summary = report.as_dict()
+        summary = {**report.as_dict(), "speed": report.speed()}
         record_text = json.dumps(
             {"inputs": inputs, "outputs": version, "report": summary, ROWS_VALID: rows_valid},
             sort_keys=True,
