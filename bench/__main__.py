@@ -11,6 +11,8 @@ Stages, each on generated data, each at three sizes (its scale curve):
   (``bench/sampling.py``);
 - ``cleaning``: streaming cleaning's peak memory against data_io's whole-list approach
   (``bench/cleaning_memory.py``);
+- ``cleaning_speed``: FLAN and SYNTH cleaned by ours, data_io's scripts restated and the
+  read-and-write bound: time, rows/s, MB/s, peak RSS (``bench/cleaning_speed.py``);
 - ``dagster``: a no-op incremental rebuild of 2,000 tokenized partitions and a sensor tick
   over 10,000 cleaned files (``bench/dagster_overhead.py``);
 - ``corpus_shape``: data_io's corpus shape (2,000+ cleaned files, heavy-tailed sizes) through
@@ -63,6 +65,7 @@ STAGE_NAMES = (
     "tokenization",
     "sampling",
     "cleaning",
+    "cleaning_speed",
     "dagster",
     "corpus_shape",
     "export",
@@ -739,10 +742,17 @@ def object_storage_stage(p: Plan, work_dir: Path | None, log: Log) -> StageRepor
     )
 
 
+def cleaning_speed_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.cleaning_speed import stage_report
+
+    return stage_report(p.factor, work_dir, log)
+
+
 STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
     "tokenization": tokenization_stage,
     "sampling": sampling_stage,
     "cleaning": cleaning_stage,
+    "cleaning_speed": cleaning_speed_stage,
     "dagster": dagster_stage,
     "corpus_shape": corpus_shape_stage,
     "export": export_stage,
@@ -752,6 +762,7 @@ TITLES = {
     "tokenization": "Tokenization",
     "sampling": "Sampling",
     "cleaning": "Cleaning (peak memory)",
+    "cleaning_speed": "Cleaning speed",
     "dagster": "Dagster overhead",
     "corpus_shape": "Corpus shape",
     "export": "Export (Megatron, packed)",
