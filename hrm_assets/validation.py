@@ -197,7 +197,28 @@ def check_tokenized_folders(
             reports[index] = _check_tokenized_folder_with_numpy(folder, vocab_size)
     for index, report in _check_plain_folders(folders, batch, vocab_size):
         reports[index] = report
+    for folder, report in zip(folders, reports, strict=True):
+        for problem in _identity_problems(folder, report):
+            report.problem(problem)
     return reports
+
+
+def _identity_problems(folder: Path, report: CheckReport) -> list[str]:
+    """Whose data an hrm-data folder holds (``hrm_assets.tokenization.identity``): its
+    ``metadata.json`` names the cleaned file of another folder, or records another token count
+    (the row count is compared above)."""
+    from hrm_assets.tokenization.identity import (
+        identity_problems,
+        is_hrm_tokenized,
+        read_folder_metadata,
+    )
+
+    if not is_hrm_tokenized(folder) or "tokens" not in report.figures:
+        return []
+    metadata, _ = read_folder_metadata(folder)
+    if metadata is None:
+        return []  # reported as unreadable above
+    return identity_problems(folder, metadata, {TOKENS_FILE: int(report.figures["tokens"])})
 
 
 def _scanned_arrays(

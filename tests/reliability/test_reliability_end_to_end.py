@@ -34,6 +34,7 @@ from hrm_assets.sampling.sampler import SamplingError, make_config, sample_token
 from hrm_assets.tokenization import tokenize as tokenize_module
 from hrm_assets.tokenization.tokenize import main as tokenize_main
 from hrm_assets.tokenization.tokenize import read_metadata, tokenize_tree
+from hrm_assets.validation import check_tokenized_folders
 
 
 @pytest.fixture
@@ -213,6 +214,10 @@ def test_swapped_tokenized_folders_fail_verify_and_the_sampler_and_are_redone(
         f"{out / 'alpha.jsonl' / 'metadata.json'}: source_path: 'beta.jsonl' is the cleaned "
         f"file of folder 'beta.jsonl', not of 'alpha.jsonl'"
     ) in printed
+    # The tokenized asset check (blocking) says the same.
+    vocab_size = json.loads((out / "tokenizer_info.json").read_text())["vocab_size"]
+    checked = check_tokenized_folders([out / "alpha.jsonl", out / "beta.jsonl"], vocab_size)
+    assert all(any("source_path" in problem for problem in report.problems) for report in checked)
     config = _sample_config(out, tmp_path / "sampled", tmp_path)
     with pytest.raises(SamplingError, match="source_path: 'alpha.jsonl' is the cleaned file"):
         sample_tokenized(config)
