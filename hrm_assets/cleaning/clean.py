@@ -140,7 +140,7 @@ RowCheck = tuple[Row, None] | tuple[None, tuple[str, str]]
 
 
 def check_row(row: object, file: str, row_number: int) -> RowCheck:
-    """Validate one produced row against CONTRACTS.md section 1.
+    """Validate one produced row against docs/CONTRACTS.md section 1.
 
     Returns ``(row, None)`` for a good row, else ``(None, (reason, message))`` where the
     message names the file, the row number and the problem (for a tag: the unknown tag and the

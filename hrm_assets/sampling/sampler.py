@@ -1,7 +1,7 @@
 """Stratified sampling of a tokenized root into the epochs HRM-Text trains on.
 
 The output is byte-identical to data_io's ``sample_tokenized.py`` wherever data_io works
-(CONTRACTS.md section 3):
+(docs/CONTRACTS.md section 3):
 
 - ``tokens.npy``: every task's tokens back to back, in sorted task order, filtered rows
   included, in the smallest dtype the tokenizer's vocabulary allows.
@@ -875,7 +875,7 @@ def sample_tokenized(
     copy_workers: int = 2,
     log: Warn | None = None,
 ) -> SamplingResult:
-    """Sample ``config.tokenized_path`` into ``config.output_path`` (CONTRACTS.md section 3).
+    """Sample ``config.tokenized_path`` into ``config.output_path`` (docs/CONTRACTS.md section 3).
 
     Configuration and headers are checked before anything is written; the spans are checked
     while the tokens are already being copied. The whole output is built in a ``.tmp-``

@@ -1,4 +1,4 @@
-"""Tokenized folders (CONTRACTS.md section 2): the Python face of the Rust encoder, and
+"""Tokenized folders (docs/CONTRACTS.md section 2): the Python face of the Rust encoder, and
 data_io's tokenizer command.
 
     python -m hrm_assets.tokenization DIR... -o OUT --tokenizer-path PATH

@@ -130,3 +130,24 @@ def test_the_checkouts_own_path_is_refused():
     assert not offences("docs/x.md", "cd /somewhere/checkout-old", ["/somewhere/checkout"])
     assert offences("docker/Dockerfile", "python /home/alice/x", [])
     assert not offences("docker/Dockerfile", "ENV PATH=/root/.cargo/bin:$PATH", [])
+
+
+# A citation of the contract: `CONTRACTS.md`, perhaps with a section (`section 2`, `2`).
+CITATION = re.compile(r"(?<![\w.])((?:docs/)?CONTRACTS\.md)(?:\s+(?:section\s+)?(\d+))?")
+
+
+def test_every_citation_of_the_contract_names_docs_contracts_and_a_section_it_has():
+    """Code and tests cite ``docs/CONTRACTS.md`` (the file in the repository), and a section
+    number they cite is one of its ``## N.`` sections."""
+    contract = (REPO_ROOT / "docs" / "CONTRACTS.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## (\d+)\. ", contract, re.MULTILINE))
+    assert {"1", "2", "3", "4", "5"} <= sections
+    wrong = []
+    for name, text in tracked_text_files().items():
+        if not name.endswith((".py", ".rs", ".pyi")):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            for path, section in CITATION.findall(line):
+                if path != "docs/CONTRACTS.md" or (section and section not in sections):
+                    wrong.append(f"{name}:{number}: {line.strip()}")
+    assert not wrong, "citations of the contract:\n" + "\n".join(wrong)

@@ -1,4 +1,4 @@
-"""Sampling: byte-identical to data_io's sample_tokenized.py (CONTRACTS.md section 3).
+"""Sampling: byte-identical to data_io's sample_tokenized.py (docs/CONTRACTS.md section 3).
 
 ``reference_sample`` (``support.reference_sampler``) is an independent, deliberately plain
 re-implementation of the contract (Python lists and loops, sharing no code with
