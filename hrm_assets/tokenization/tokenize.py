@@ -66,7 +66,13 @@ from hrm_assets.common.atomic import (
 )
 from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile, describe_skipped_link, scan_cleaned_tree
-from hrm_assets.common.manifest import read_manifest, sizes_match
+from hrm_assets.common.manifest import (
+    MANIFEST_FILE,
+    ManifestError,
+    manifest_kind,
+    read_manifest,
+    sizes_match,
+)
 from hrm_assets.common.settings import TOKENIZER_INFO_FILE, TOKENIZER_JSON
 from hrm_assets.tokenization.framing import (
     DEFAULT_BOQ,
@@ -309,6 +315,25 @@ def check_input_roots(inputs: Iterable[Path | str]) -> None:
             raise ValueError(f"{root}: not a directory: {exc.strerror}") from None
         if not os.path.isdir(root):
             raise ValueError(f"{root}: not a directory")
+
+
+def refuse_output_folder_as_root(out_root: Path | str) -> None:
+    """Raise ``ValueError`` when ``out_root`` is itself an output folder (it holds a
+    ``manifest.json``: a sampled folder, an export, one tokenized folder): hrm-tokenize would
+    write a tokenized root's folders and ``tokenizer_info.json`` into another kind's output."""
+    out_root = Path(out_root)
+    try:
+        manifest = read_manifest(out_root)
+    except ManifestError:
+        if not (out_root / MANIFEST_FILE).is_file():
+            return
+        manifest = {"files": {}}
+    kind = manifest_kind(out_root, manifest) or "unknown"
+    raise ValueError(
+        f"{out_root}: an output folder of kind {kind!r} (it holds {MANIFEST_FILE}), not a "
+        "tokenized root: hrm-tokenize writes one folder per cleaned file under -o; choose "
+        "another -o"
+    )
 
 
 def check_roots_apart(inputs: Iterable[Path | str], out_root: Path | str) -> None:
@@ -612,6 +637,7 @@ def tokenize_tree(
     setup = TokenizerSetup.load(tokenizer_path, framing)
     setup.encoder()
     check_roots_apart(dirs, out_root)
+    refuse_output_folder_as_root(out_root)
     scan = scan_cleaned_tree([Path(d) for d in dirs])
     files = scan.files
     if not files and not allow_empty_input:

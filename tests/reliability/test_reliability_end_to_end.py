@@ -184,6 +184,22 @@ def test_no_command_replaces_an_output_of_another_kind(tmp_path, capsys):
     assert verify_folder(sampled).ok and verify_folder(export).ok
 
 
+def test_hrm_tokenize_refuses_an_output_folder_as_its_root(
+    cleaned, tmp_path, small_tokenizer_path, capsys
+):
+    sampled = make_sampled(tmp_path)
+    before = (sampled / MANIFEST_FILE).read_bytes()
+    args = [str(cleaned), "-o", str(sampled), "-t", str(small_tokenizer_path), "--no-progress"]
+    assert tokenize_main(args) == 1
+    assert capsys.readouterr().err == (
+        f"error: {sampled}: an output folder of kind 'sampled' (it holds manifest.json), not a "
+        "tokenized root: hrm-tokenize writes one folder per cleaned file under -o; choose "
+        "another -o\n"
+    )
+    assert (sampled / MANIFEST_FILE).read_bytes() == before
+    assert verify_folder(sampled).ok
+
+
 def test_manifests_from_before_the_kind_field_are_read_by_what_they_list(tmp_path):
     sampled = make_sampled(tmp_path)
     export = tmp_path / "megatron"
