@@ -238,6 +238,11 @@ def test_swapped_tokenized_folders_fail_verify_and_the_sampler_and_are_redone(
     with pytest.raises(SamplingError, match="source_path: 'alpha.jsonl' is the cleaned file"):
         sample_tokenized(config)
     assert not (tmp_path / "sampled").exists()
+    export = tmp_path / "megatron"
+    capsys.readouterr()
+    assert export_main(["--tokenized", str(out), "-o", str(export)], command="megatron") == 1
+    assert "source_path: 'alpha.jsonl' is the cleaned file" in capsys.readouterr().err
+    assert not export.exists()
 
     assert sorted(_tokenize(cleaned, out, small_tokenizer_path)) == ["alpha.jsonl", "beta.jsonl"]
     assert verify.main([str(out)]) == 0
