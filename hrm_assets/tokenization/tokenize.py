@@ -31,7 +31,14 @@ Nothing this tool did not write is replaced: a file, symlink or unmarked folder 
 goes fails that file with an error naming it, and an output root that is, holds or lies inside
 an input root is refused before anything is written. Every folder carries ``manifest.json``
 (sizes and SHA-256 of its arrays, written by the Rust writer before the rename); a folder is
-reused only if its manifest is there and every array has the recorded size.
+reused only if its manifest is there, every array has the recorded size and its
+``metadata.json`` is its own (``hrm_assets.tokenization.identity``: it names this folder's
+cleaned file and records its arrays' lengths).
+
+What is encoded is what was hashed: the Rust reader hashes the bytes it parses, and a file
+whose bytes differ from those hashed to decide (rewritten in place during the run) fails, with
+nothing written. Inputs with no cleaned file at all (an unmounted disk) are refused before
+anything is pruned, unless ``--allow-empty-input`` says they are meant.
 """
 
 from __future__ import annotations
