@@ -87,7 +87,7 @@ def read_parquet_batches(
 
     # buffer_size: column chunks are read through a small buffer, page by page, instead of
     # whole (a 1M-row row group's chunk is hundreds of MB): less memory, and faster here.
-    parquet = pq.ParquetFile(path, buffer_size=READ_BUFFER_BYTES)
+    parquet = pq.ParquetFile(path, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
     missing = [name for name in columns if name not in parquet.schema_arrow.names]
     if missing:
         raise ValueError(f"{path}: column(s) {missing} missing from the Parquet schema")

@@ -8,8 +8,11 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
   slices) goes through the rule; the rows it gives are checked as ``check_row`` checks them
   (null fields, unknown condition tags, text that is not UTF-8), only the rows that fail being
   turned into Python objects;
-- rows are grouped by output file with a stable sort (read order kept within each file) and
-  handed to each file's writer as Arrow columns;
+- a batch with one output goes to its writer as Arrow columns; otherwise its rows are
+  grouped by output file with a stable sort (read order kept within each file) and kept in a
+  :class:`BatchStore` (memory, then a spill file) until the part is read, when each file is
+  written from its groups and closed (a second pass: memory does not grow with the number of
+  outputs nor of rows);
 - skipped records are counted by reason, with the first examples in read order;
 - parts are cleaned in parallel threads (pyarrow releases the GIL in its kernels, readers and
   writers) when the rule says no two parts write the same file; each part has its own report,
@@ -20,6 +23,7 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,12 +42,9 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int], None] | None
 
-DEFAULT_BUFFER_BYTES = 128 * 1024 * 1024
+DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024
 """Rows held in memory by one run, over all its threads: grouped batches waiting for their
 files and rows waiting for their row group; beyond it they go to spill files."""
-MAP_WINDOW_BYTES = 16 * 1024 * 1024
-"""Text read through a spill file's memory map before the map is dropped and reopened (the
-pages read count in the resident set while mapped)."""
 
 
 def default_threads() -> int:
@@ -105,7 +106,7 @@ def clean_parts_columnar(
         with _Unit(spec, outputs, DEFAULT_BUFFER_BYTES) as unit:
             for part, files in parts:
                 _clean_part(spec, part, files, unit, report, read_error, *feed)
-            unit.finish(report)
+            unit.finish(threads)
         return
     workers = min(threads, len(parts)) or 1
     share = max(1, DEFAULT_BUFFER_BYTES // workers)
@@ -115,7 +116,7 @@ def clean_parts_columnar(
         part_report = CleaningReport(spec.name)
         with _Unit(spec, outputs, share) as unit:
             _clean_part(spec, part, files, unit, part_report, read_error, *feed)
-            unit.finish(part_report)
+            unit.finish(max(1, threads // workers))  # the cores the other parts leave
         return part_report
 
     if workers == 1:
@@ -251,9 +252,9 @@ def _file_codes(spec: SourceSpec, cleaned: CleanedBatch) -> tuple[list[str], np.
 class _Unit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
     output (SYNTH), else grouped by output with one stable sort per batch and kept in a
-    :class:`BatchStore` (memory up to ``budget`` bytes, then a spill file) until
-    :meth:`finish` writes the files one after the other, each from its slices of the stored
-    batches. Memory then holds one output's row group at a time, whatever the number of
+    :class:`BatchStore` (memory up to half the budget, then one spill-file message per
+    group) until :meth:`finish` writes the files, each from its groups and closed at once.
+    Memory then holds about one output's row group per thread, whatever the number of
     outputs (FLAN's thousands of tasks) and of rows."""
 
     def __init__(self, spec: SourceSpec, outputs: CleanedOutputs, budget: int):
@@ -263,8 +264,8 @@ class _Unit:
         self.budget = BufferBudget(max(1, budget // 2))
         self.store: BatchStore | None = None
         self.store_budget = max(1, budget // 2)
-        # output -> [(stored batch, start, rows, text bytes)], in first-appearance order
-        self.pieces: dict[str, list[tuple[int, int, int, int]]] = {}
+        # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
+        self.pieces: dict[str, list[tuple[object, int]]] = {}
 
     def __enter__(self) -> _Unit:
         return self
@@ -292,26 +293,38 @@ class _Unit:
         ends = np.cumsum(lengths)
         counts = np.bincount(codes, minlength=len(files))
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        stored = self.store.add(grouped)
         _, first = np.unique(codes, return_index=True)
+        groups = []
         for code in present[np.argsort(first, kind="stable")]:
             start, count = int(starts[code]), int(counts[code])
             text = int(ends[start + count - 1] - (ends[start - 1] if start else 0))
-            self.pieces.setdefault(files[code], []).append((stored, start, count, text))
+            groups.append((int(code), start, count, text))
+        keys = self.store.add(grouped, [(start, count) for _, start, count, _ in groups])
+        for (code, start, count, text), key in zip(groups, keys, strict=True):
+            self.pieces.setdefault(files[code], []).append((key, text))
             _account(reports[code], grouped.slice(start, count))
 
-    def finish(self, report: CleaningReport) -> None:
-        """Write every stored output, each file finished before the next starts."""
+    def finish(self, threads: int = 1) -> None:
+        """Write every stored output, each file finished once written, ``threads`` files at
+        a time (the bytes of a file never depend on the others)."""
         # The rows are in the store already: their writer buffers them up to a row group
         # (memory-mapped slices) instead of spilling them a second time.
         unbounded = BufferBudget(1 << 62)
-        for relative, pieces in self.pieces.items():
+
+        def write(item: tuple[str, list[tuple[object, int]]]) -> None:
+            relative, pieces = item
             writer = self.outputs.writer(relative, unbounded)
-            for stored, start, count, text in pieces:
-                writer.write_batch(self.store.table(stored).slice(start, count), text)
+            for key, text in pieces:
+                writer.write_batch(self.store.rows(key), text)
             self.outputs.close(relative)
-            self.store.written(sum(piece[3] for piece in pieces))
-        self.pieces = {}
+
+        items, self.pieces = list(self.pieces.items()), {}
+        if threads == 1 or len(items) < 2:
+            for item in items:
+                write(item)
+            return
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="clean-write") as pool:
+            list(pool.map(write, items))
 
 
 def _account(file_report, rows: pa.Table) -> None:
@@ -337,71 +350,69 @@ def _text_lengths(rows: pa.Table) -> np.ndarray:
 
 
 class BatchStore:
-    """Arrow tables kept for a second pass: in memory up to ``limit`` bytes, beyond it
-    appended to a spill file (Arrow IPC, one stream per table) next to the outputs and read
-    back memory-mapped. The map is dropped and reopened after every ``limit`` bytes read
-    through it, so that the pages read stay out of the resident set."""
+    """Groups of rows kept for a second pass. A grouped batch stays in memory while the
+    store holds less than ``limit`` bytes; beyond, each of its groups is appended to a spill
+    file next to the outputs as one Arrow IPC record batch message, and read back alone (one
+    positioned read into memory, freed once written), so that the second pass holds one
+    output's rows at a time and no mapped file pages."""
 
     def __init__(self, folder: Path, limit: int):
         self.folder = Path(folder)
         self.limit = limit
-        self.in_memory: dict[int, pa.Table] = {}
         self.held = 0
-        self.segments: dict[int, tuple[int, int]] = {}
+        self.in_memory: list[pa.Table] = []
         self.path: Path | None = None
-        self._handle = None
-        self._mapped: dict[int, pa.Table] = {}
-        self._map = None
-        self._read_through_map = 0
-        self._count = 0
+        self._sink = None
+        self._source = None
+        self._schema = None
+        self._lock = threading.Lock()
 
-    def add(self, table: pa.Table) -> int:
+    def add(self, table: pa.Table, groups: list[tuple[int, int]]) -> list[object]:
+        """Keep ``table``'s row ranges ``groups`` (start, count); one key per range."""
         import pyarrow as pa
 
-        key, self._count = self._count, self._count + 1
-        size = table.nbytes
-        if self.held + size <= self.limit:
-            self.in_memory[key] = table
-            self.held += size
-            return key
-        if self._handle is None:
+        if self.held + table.nbytes <= self.limit:
+            self.in_memory.append(table)
+            self.held += table.nbytes
+            index = len(self.in_memory) - 1
+            return [("memory", index, start, count) for start, count in groups]
+        if self._sink is None:
             from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
 
             self.folder.mkdir(parents=True, exist_ok=True)
             self.path = create_temporary_file(self.folder, f"{TMP_PREFIX}columnar-spill.")
-            self._handle = open(self.path, "wb")  # noqa: SIM115 - closed by close()
-        offset = self._handle.tell()
-        with pa.ipc.new_stream(self._handle, table.schema) as stream:
-            stream.write_table(table)
-        self.segments[key] = (offset, self._handle.tell() - offset)
-        return key
+            self._sink = pa.OSFile(str(self.path), mode="w")
+            self._schema = table.schema
+        keys = []
+        for batch_start, count in groups:
+            # One message per group; the stream's schema is known from the first table.
+            batch = table.slice(batch_start, count).combine_chunks().to_batches()
+            message = batch[0] if batch else pa.RecordBatch.from_pylist([], self._schema)
+            offset = self._sink.tell()
+            self._sink.write(message.serialize())
+            keys.append(("file", offset, self._sink.tell() - offset, count))
+        return keys
 
-    def table(self, key: int) -> pa.Table:
+    def rows(self, key) -> pa.Table:
+        """The rows stored under ``key``."""
         import pyarrow as pa
 
-        if key in self.in_memory:
-            return self.in_memory[key]
-        if key not in self._mapped:
-            if self._map is None:
-                self._handle.flush()
-                self._map = pa.memory_map(str(self.path)).read_buffer()
-            offset, size = self.segments[key]
-            self._mapped[key] = pa.ipc.open_stream(self._map.slice(offset, size)).read_all()
-        return self._mapped[key]
-
-    def written(self, text_bytes: int) -> None:
-        """``text_bytes`` were written from the store: drop the map after ``limit`` of them."""
-        if self._map is None:
-            return
-        self._read_through_map += text_bytes
-        if self._read_through_map >= MAP_WINDOW_BYTES:
-            self._mapped, self._map, self._read_through_map = {}, None, 0
+        where, a, b, count = key
+        if where == "memory":
+            return self.in_memory[a].slice(b, count)
+        with self._lock:
+            if self._source is None:
+                self._sink.flush()
+                self._source = pa.OSFile(str(self.path), mode="r")
+            data = self._source.read_at(b, a)
+        return pa.Table.from_batches([pa.ipc.read_record_batch(data, self._schema)])
 
     def close(self) -> None:
-        self.in_memory, self._mapped, self._map = {}, {}, None
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        self.in_memory = []
+        for handle in (self._sink, self._source):
+            if handle is not None:
+                handle.close()
+        self._sink = self._source = None
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path = None

@@ -110,40 +110,44 @@ def clean_synth(record: Record, part: str) -> Iterator[Row]:
 
 
 def clean_synth_batch(batch, part: str) -> CleanedBatch:
-    """:func:`clean_synth` on a record batch, as column kernels (data_io's polars plan)."""
+    """:func:`clean_synth` on a record batch, as column kernels (data_io's polars plan): the
+    filter first, then the texts of the rows it keeps only."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     output = route_synth({}, part)
     filter_nulls = null_mask(batch, COLUMNS[:3])
-    language = text(batch.column("language"))
-    exercise = text(batch.column("exercise"))
-    url = text(batch.column("query_seed_url"))
     wanted = pc.and_(
-        pc.and_(pc.equal(language, "en"), pc.invert(pc.match_substring(url, SELF_KNOWLEDGE))),
-        pc.not_equal(exercise, "cooking"),
+        pc.and_(
+            pc.equal(text(batch.column("language")), "en"),
+            pc.invert(pc.match_substring(text(batch.column("query_seed_url")), SELF_KNOWLEDGE)),
+        ),
+        pc.not_equal(text(batch.column("exercise")), "cooking"),
     )
     wanted = pc.fill_null(wanted, False).to_numpy(zero_copy_only=False) & ~filter_nulls
-    query, answer = text(batch.column("query")), text(batch.column("synthetic_answer"))
-    rag = pc.fill_null(pc.equal(exercise, "rag"), False)
-    joined = pc.binary_join_element_wise(query, text(batch.column("constraints")), "")
-    instruction = pc.if_else(rag, joined, query)
-    null_text = wanted & (
-        instruction.is_null().to_numpy(zero_copy_only=False)
-        | answer.is_null().to_numpy(zero_copy_only=False)
+    chosen = np.flatnonzero(wanted)
+    kept = batch.take(pa.array(chosen))
+    exercise = text(kept.column("exercise"))
+    query, answer = text(kept.column("query")), text(kept.column("synthetic_answer"))
+    # instruction: query + constraints for rag, else query; null when a part it uses is null.
+    rag = pc.equal(exercise, "rag")
+    suffix = pc.if_else(rag, text(kept.column("constraints")), "")
+    instruction = pc.binary_join_element_wise(query, suffix, "")
+    null_text = instruction.is_null().to_numpy(zero_copy_only=False) | answer.is_null().to_numpy(
+        zero_copy_only=False
     )
-    keep = wanted & ~null_text
-    kept_exercise = exercise.filter(pa.array(keep))
-    names = kept_exercise.dictionary_encode()
+    names = exercise.dictionary_encode()
     conditions = pa.array(
         [CONDITIONS.get(name, FALLBACK_CONDITION) for name in names.dictionary.to_pylist()],
         pa.string(),
     ).take(names.indices)
-    mask = pa.array(keep)
+    rows = rows_table(conditions, instruction, answer)
+    if null_text.any():
+        rows = rows.filter(pa.array(~null_text))
     return CleanedBatch(
-        rows=rows_table(conditions, instruction.filter(mask), answer.filter(mask)),
-        records=np.flatnonzero(keep),
+        rows=rows,
+        records=chosen[~null_text],
         output=output,
         skips=[
             BatchSkip(
@@ -154,9 +158,10 @@ def clean_synth_batch(batch, part: str) -> CleanedBatch:
             ),
             BatchSkip(
                 NULL_TEXT,
-                np.flatnonzero(null_text),
+                chosen[null_text],
                 detail=lambda row: (
-                    f"exercise {exercise[row].as_py()!r}: null query, constraints or answer"
+                    f"exercise {batch.column('exercise')[row].as_py()!r}: "
+                    "null query, constraints or answer"
                 ),
                 output=lambda _row: output,
             ),
