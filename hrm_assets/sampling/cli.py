@@ -15,8 +15,8 @@ Keys are those of data_io's ``sample_tokenized.py``, plus ``drop_short_after_tru
 ``node=<name>`` samples as that training node of ``training_nodes.yaml``
 (``$HRM_TRAINING_NODES``): its output folder, rules file and settings, the ones the Dagster asset
 ``sampled/<name>`` and its sensor use; a key given beside it that differs from the node's is
-refused (the node's folder only receives epochs of its own settings). The command says on
-stderr which rules file and which roots it used.
+refused (the node's folder only receives epochs of its own settings). The command ends by
+saying on stderr which rules file and which roots it used.
 
 A tokenized root in object storage (``tokenized_path=s3://bucket/prefix/tokenized``, or the
 default when ``$HRM_DATA_ROOT`` is a URL) is sampled from its working copy in
@@ -174,6 +174,7 @@ def node_values(name: str, given: dict[str, object]) -> dict[str, object]:
     from hrm_assets.sampling.training_nodes import (
         TrainingNodesError,
         load_training_nodes,
+        nodes_sharing_output,
         training_nodes_path,
     )
 
@@ -186,6 +187,13 @@ def node_values(name: str, given: dict[str, object]) -> dict[str, object]:
         raise UsageError(
             f"node={name}: no such training node in {training_nodes_path()} "
             f"(nodes: {', '.join(nodes)})"
+        )
+    sharing = nodes_sharing_output(list(nodes.values()), node)
+    if sharing:
+        raise UsageError(
+            f"node={name}: nodes {name!r} and {', '.join(map(repr, sharing))} share output_path "
+            f"{node.output_dir()} ({training_nodes_path()}); on this machine their epochs would "
+            "replace each other's: give each node its own output_path"
         )
     values: dict[str, object] = {
         **node.sampling_settings(),
@@ -256,8 +264,8 @@ def _fail(message: str, status: int) -> int:
 
 
 def used_inputs_line(config: SamplingConfig, tokenized: object) -> str:
-    """What this run reads and writes, said before it starts: the rules file (and why that
-    one), the tokenized root and the output folder."""
+    """What the run read and wrote, said when it is done (an error names its file instead):
+    the rules file (and why that one), the tokenized root and the output folder."""
     rules = Path(config.prefix_config_path).absolute()
     default, why = default_prefix_config()
     if rules == default.absolute():
@@ -295,7 +303,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config = _config(values)
             except UsageError as exc:
                 return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
-            _log(used_inputs_line(config, tokenized))
             result = sample_tokenized(config, progress=True, warn=_warn, log=_log)
     except SamplingError as exc:
         return _fail(str(exc), 1)
@@ -305,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("interrupted; the previous output is unchanged", 130)
     sys.stdout.write(render_report(result))
     sys.stdout.flush()
+    _log(used_inputs_line(config, tokenized))
     return 0
 
 

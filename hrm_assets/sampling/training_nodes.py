@@ -118,20 +118,35 @@ class TrainingNodes(BaseModel):
             raise ValueError(f"duplicate node names: {duplicates}")
         if not nodes:
             raise ValueError("at least one training node is required")
-        owners: dict[Path, str] = {}
+        owners: dict[tuple[Path, str], str] = {}
         for node in nodes:
-            # Nodes without output_path get <data root>/sampled/<name>: distinct by name.
+            # Nodes without output_path get <data root>/sampled/<name>: distinct by name. Nodes
+            # on queues of their own are machines of their own (one worker each), each with
+            # its own /dev/shm; one queue is one worker, so one folder.
             if not node.output_path:
                 continue
-            folder = node.output_dir()
-            if folder in owners:
+            place = (node.output_dir(), node.queue_name())
+            if place in owners:
                 raise ValueError(
-                    f"nodes {owners[folder]!r} and {node.name!r} share output_path {folder}: "
-                    "each node's sampler replaces that folder with its own epochs; give each "
-                    "node its own"
+                    f"nodes {owners[place]!r} and {node.name!r} share output_path {place[0]} "
+                    f"on one queue ({place[1]}, one worker): each node's sampler replaces that "
+                    "folder with its own epochs; give each node its own output_path"
                 )
-            owners[folder] = node.name
+            owners[place] = node.name
         return nodes
+
+
+def nodes_sharing_output(nodes: list[TrainingNode], node: TrainingNode) -> list[str]:
+    """The other nodes whose ``output_path`` is ``node``'s: on one machine (a run outside
+    Celery) they would replace each other's epochs."""
+    if not node.output_path:
+        return []
+    folder = node.output_dir()
+    return [
+        other.name
+        for other in nodes
+        if other.name != node.name and other.output_path and other.output_dir() == folder
+    ]
 
 
 def training_nodes_path() -> Path:

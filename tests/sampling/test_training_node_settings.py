@@ -41,20 +41,65 @@ def test_an_empty_training_nodes_file_is_one_clear_error_line(tmp_path):
 
 
 def test_two_nodes_sharing_one_output_path_are_one_clear_error_line(tmp_path):
+    """One queue is one worker, one machine: the nodes' epochs would replace each other's."""
     path = tmp_path / "training_nodes.yaml"
     path.write_text(
         "nodes:\n"
-        "  - {name: gpu0, output_path: /dev/shm/sampled}\n"
-        "  - {name: gpu1, output_path: /dev/shm/sampled/}\n"
+        "  - {name: gpu0, queue: shared, output_path: /dev/shm/sampled}\n"
+        "  - {name: gpu1, queue: shared, output_path: /dev/shm/sampled/}\n"
     )
     with pytest.raises(TrainingNodesError) as error:
         load_training_nodes(path)
     message = str(error.value)
     assert "\n" not in message
     assert message == (
-        f"{path}: nodes: nodes 'gpu0' and 'gpu1' share output_path /dev/shm/sampled: each "
-        "node's sampler replaces that folder with its own epochs; give each node its own"
+        f"{path}: nodes: nodes 'gpu0' and 'gpu1' share output_path /dev/shm/sampled on one "
+        "queue (shared, one worker): each node's sampler replaces that folder with its own "
+        "epochs; give each node its own output_path"
     )
+
+
+def test_nodes_sharing_one_output_path_on_one_machine_fail_in_one_line(
+    tmp_path, small_tokenizer_path, monkeypatch, capsys
+):
+    """Queues of their own are machines of their own on Celery (docker/training_nodes.yaml:
+    /dev/shm/sampled on each); run here, outside Celery, one node's epochs would replace the
+    other's: the step and ``hrm-sample node=`` refuse, one line each."""
+    from hrm_assets.sampling import cli as sample
+    from hrm_assets.sampling.training_nodes import TRAINING_NODES_ENV
+
+    shared = tmp_path / "shm" / "sampled"
+    path = tmp_path / "training_nodes.yaml"
+    path.write_text(
+        f"nodes:\n  - {{name: gpu0, output_path: {shared}}}\n"
+        f"  - {{name: gpu1, output_path: {shared}}}\n"
+    )
+    monkeypatch.setenv(TRAINING_NODES_ENV, str(path))
+    gpu0, _ = load_training_nodes()
+    data = tmp_path / "data"
+    _write_tokenized(data, small_tokenizer_path, 20)
+    paths = DataPaths(
+        data_root=str(data), prefix_config_path=str(settings.default_prefix_config_path())
+    )
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [build_sampled_asset(gpu0)],
+            instance=instance,
+            resources={"data_paths": paths},
+            raise_on_error=False,
+        )
+    assert not result.success
+    (failure,) = result.get_step_failure_events()
+    message = failure.step_failure_data.user_failure_data.description
+    assert "\n" not in message
+    assert message.startswith(
+        f"training nodes 'gpu0' and 'gpu1' share output_path {shared} and this run is on this "
+        "machine (not on Celery"
+    )
+    assert sample.main(["node=gpu1", f"tokenized_path={data / 'tokenized'}"]) == 2
+    err = capsys.readouterr().err
+    assert f"node=gpu1: nodes 'gpu1' and 'gpu0' share output_path {shared}" in err
+    assert not shared.exists()
 
 
 def test_a_node_pins_hrm_samples_keys(tmp_path):

@@ -33,6 +33,7 @@ from hrm_assets.sampling.training_nodes import (
     SETTING_KEYS,
     TrainingNode,
     load_training_nodes,
+    nodes_sharing_output,
     training_nodes_path,
 )
 
@@ -142,6 +143,14 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 f"worker {worker.name or worker.hostname!r}, which serves node {worker.node!r} "
                 f"({WORKER_NODE_ENV}); check the queues its worker serves (-q) against "
                 f"training_nodes.yaml"
+            )
+        sharing = nodes_sharing_output(load_training_nodes(), node) if not worker.queue else []
+        if sharing:
+            raise dg.Failure(
+                f"training nodes {node.name!r} and {', '.join(map(repr, sharing))} share "
+                f"output_path {node.output_dir()} and this run is on this machine (not on "
+                "Celery, where each node's worker has its own): their epochs would replace each "
+                "other's; give each node its own output_path in training_nodes.yaml"
             )
         settings, overrides = node_run_settings(node, given_run_config(context, config))
         prefix_config_path = node.prefix_config(Path(data_paths.prefix_config_path))
