@@ -1,5 +1,6 @@
-//! Streaming readers of cleaned files: JSONL lines or Parquet record batches, handed out in
-//! batches of owned rows so that memory stays bounded whatever the file size.
+//! Readers of cleaned files: JSONL lines or Parquet record batches, handed out in batches of
+//! owned rows. A JSONL file is streamed (memory bounded whatever its size); a Parquet file is
+//! held in memory while it is read (see below), as its decoder holds a row group anyway.
 //!
 //! The rules match Python's `hrm_assets.cleaning.rows.iter_cleaned_rows`: rows count from 1 (JSONL: the
 //! line number, blank lines skipped but counted; Parquet: the row index + 1), the three fields
