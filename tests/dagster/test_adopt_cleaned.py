@@ -167,9 +167,7 @@ def test_an_adopted_corpus_is_recorded_and_tokenized_by_automation(adopted, tmp_
     if layout == "hub_cache":
         users.append(tree_state(tmp_path / "hf_cache"))
 
-    # The daemon's automation sensor has looked at the graph before the corpus is adopted (its
-    # first evaluation requests nothing: Dagster counts it as handled).
-    assert platform.automation_tick() == {}
+    # The corpus is adopted before automation's first evaluation: that evaluation requests it.
     platform.sensor_tick()
     instance = platform.instance
     assert instance.get_dynamic_partitions(TOKENIZED_PARTITIONS["flan"].name) == FLAN_KEYS

@@ -29,11 +29,15 @@ def on_upstream_data_change() -> dg.AutomationCondition:
     deps_not_ready = AC.any_deps_match(AC.missing() | AC.in_progress()).with_label(
         "any_deps_missing_or_in_progress"
     )
+    # Handled: requested or updated since. Not also Dagster's first evaluation, as
+    # since_last_handled() has it: a partition already missing then (the files of a corpus
+    # adopted before the automation sensor's first tick) would never be requested.
+    handled = (AC.newly_requested() | AC.newly_updated()).with_label("requested_or_updated")
     # The trigger comes first: the checks after it only look at what it selected, which is
     # nothing on most ticks (checking them first costs a third more instance queries).
     return (
         (AC.newly_missing() | upstream_changed)
-        .since_last_handled()
+        .since(handled)
         .with_label("newly_missing_or_upstream_data_changed")
         & ~deps_not_ready
         & ~AC.in_progress()
