@@ -8,6 +8,8 @@ section 2).
 - :mod:`~hrm_assets.tokenization.partitioning`: which cleaned files (partitions) a source has.
 - :mod:`~hrm_assets.tokenization.snapshot`: one consistent version of a tokenized root, held
   while a reader (the sampler, an export) reads it.
+- :mod:`~hrm_assets.tokenization.identity`: whose data a tokenized folder holds (its
+  ``metadata.json`` against its name and arrays), and what a reader refuses in its inputs.
 
 Dagster wiring: ``hrm_assets.defs.tokenized``. Rust core: ``rust_tokenizer/src/tokenize/``.
 """
