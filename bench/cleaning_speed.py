@@ -539,6 +539,8 @@ def run_cleaning_speed_benchmark(
     log = log or (lambda message: None)
     rows = {**DEFAULT_ROWS, **(rows or {})}
     results = {}
+    if work_dir is not None:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work_dir) as scratch:
         for source in sources:
             if rows[source] < 1:
@@ -621,6 +623,84 @@ def stage_report(factor: float, work_dir: Path | None, log: Log):
         + result.table()
     )
     return StageReport("cleaning_speed", "Cleaning speed", ratios, section, result.as_dict())
+
+
+def engine_choice(raw: Path, batches: int = 8, repeats: int = 3) -> dict[str, float]:
+    """Milliseconds per raw record batch of each source's transform, by our pyarrow kernels
+    and by the polars expressions data_io writes (Arrow in and out, as the writers need),
+    on the generated files under ``raw``: the measurement behind the engine's library."""
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+
+    from hrm_assets.cleaning.columnar import read_parquet_batches
+    from hrm_assets.cleaning.sources import flan, synth
+
+    def first(path: Path, columns) -> list:
+        found = []
+        for batch in read_parquet_batches(path, columns):
+            found.append(batch)
+            if len(found) == batches:
+                break
+        return found
+
+    synth_batches = first(sorted((raw / "SYNTH").glob("*.parquet"))[0], synth.COLUMNS)
+    flan_file = sorted((raw / "FLAN" / "flan_fsopt_data").glob("*.parquet"))[0]
+    flan_batches = first(flan_file, flan.COLUMNS)
+    strings = pa.schema([(name, pa.string()) for name in ("instruction", "condition", "response")])
+
+    def synth_polars(batch) -> pa.Table:
+        exercise = pl.col("exercise")
+        frame = pl.from_arrow(batch).filter(
+            (pl.col("language") == "en")
+            & (~pl.col("query_seed_url").str.contains(synth.SELF_KNOWLEDGE, literal=True))
+            & (exercise != "cooking")
+        )
+        out = frame.select(
+            pl.when(exercise == "rag")
+            .then(pl.col("query") + pl.col("constraints"))
+            .otherwise(pl.col("query"))
+            .alias("instruction"),
+            exercise.replace_strict(synth.CONDITIONS, default="").alias("condition"),
+            pl.col("synthetic_answer").alias("response"),
+        )
+        return out.to_arrow().cast(strings)
+
+    def flan_pyarrow(batch) -> list:
+        cleaned = flan.clean_flan_batch(batch, "flan_fsopt_data")
+        order = np.argsort(cleaned.route_codes, kind="stable")
+        grouped = cleaned.rows.take(pa.array(order))
+        counts = np.bincount(cleaned.route_codes)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        return [grouped.slice(int(a), int(n)) for a, n in zip(starts, counts, strict=True)]
+
+    def flan_polars(batch) -> list:
+        frame = pl.from_arrow(batch)
+        groups = frame.partition_by("_task_name", maintain_order=True)
+        return [
+            group.select(
+                pl.col("inputs").alias("instruction"), pl.col("targets").alias("response")
+            ).to_arrow()
+            for group in groups
+        ]
+
+    cases = {
+        "synth, pyarrow kernels": (lambda b: synth.clean_synth_batch(b, "x"), synth_batches),
+        "synth, polars expressions": (synth_polars, synth_batches),
+        "flan grouping, pyarrow + numpy stable sort": (flan_pyarrow, flan_batches),
+        "flan grouping, polars partition_by": (flan_polars, flan_batches),
+    }
+    figures = {}
+    for name, (function, sample) in cases.items():
+        function(sample[0])  # warm up
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            for batch in sample:
+                function(batch)
+            best = min(best, time.perf_counter() - started)
+        figures[name] = best / len(sample) * 1000
+    return figures
 
 
 def write_doc(result: CleaningSpeedResult, command: str, path: Path = DOC_PATH) -> None:

@@ -22,9 +22,10 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -103,20 +104,26 @@ def clean_parts_columnar(
     threads = default_threads() if threads is None else max(1, threads)
     feed = (progress, progress_bytes)
     if not spec.columnar.parts_disjoint:  # one pass over every part, then the files
-        with _Unit(spec, outputs, DEFAULT_BUFFER_BYTES) as unit:
+        with _Unit(spec, outputs, DEFAULT_BUFFER_BYTES, None) as unit:
             for part, files in parts:
                 _clean_part(spec, part, files, unit, report, read_error, *feed)
             unit.finish(threads)
         return
     workers = min(threads, len(parts)) or 1
     share = max(1, DEFAULT_BUFFER_BYTES // workers)
+    left = {"parts": len(parts)}  # parts not yet read through
+    lock = threading.Lock()
+    gate = WriteGate(2 * DEFAULT_BUFFER_BYTES)
 
     def one(item: tuple[str, list[Path]]) -> CleaningReport:
         part, files = item
         part_report = CleaningReport(spec.name)
-        with _Unit(spec, outputs, share) as unit:
+        with _Unit(spec, outputs, share, gate) as unit:
             _clean_part(spec, part, files, unit, part_report, read_error, *feed)
-            unit.finish(max(1, threads // workers))  # the cores the other parts leave
+            with lock:
+                left["parts"] -= 1
+                busy = min(workers - 1, left["parts"])  # other threads still reading parts
+            unit.finish(max(1, threads - busy))  # the cores the other parts leave
         return part_report
 
     if workers == 1:
@@ -148,7 +155,7 @@ def _clean_part(
         file_read = 0
         size = path.stat().st_size
         rows_in_file = rule.count_rows(path)
-        batches = rule.read(path, rule.columns)
+        batches = _read_ahead(rule.read(path, rule.columns))
         while True:
             try:
                 batch = next(batches)
@@ -167,6 +174,49 @@ def _clean_part(
                 progress(batch.num_rows)
             if progress_bytes is not None:
                 progress_bytes(raw_bytes)
+
+
+def _read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.RecordBatch]:
+    """``batches`` read by a helper thread ``depth`` batch ahead, so that decoding
+    the next batch overlaps cleaning this one (a part read alone still keeps two cores busy);
+    a read error is raised where the batch would have been."""
+    import queue
+
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                while not stop.is_set():
+                    try:
+                        slots.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put(done)
+        except BaseException as error:  # handed to the consumer, raised there
+            slots.put(error)
+
+    reader = threading.Thread(target=produce, name="clean-read", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = slots.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while reader.is_alive():  # unblock a producer waiting on a full queue
+            with contextlib.suppress(queue.Empty):
+                slots.get(timeout=0.1)
+        reader.join()
 
 
 def _record_batch(
@@ -249,6 +299,31 @@ def _file_codes(spec: SourceSpec, cleaned: CleanedBatch) -> tuple[list[str], np.
     return files, remap[np.asarray(codes, dtype=np.int64)]
 
 
+class WriteGate:
+    """Text that threads may hold at once while writing files: a file's last row group is
+    materialized whole (pyarrow writes a row group in one call), so two threads finishing
+    large files together would hold both. A thread waits while others hold ``limit`` bytes,
+    unless nothing is held (a file larger than the limit still gets written)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self._changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, size: int):
+        with self._changed:
+            while self.used and self.used + size > self.limit:
+                self._changed.wait()
+            self.used += size
+        try:
+            yield
+        finally:
+            with self._changed:
+                self.used -= size
+                self._changed.notify_all()
+
+
 class _Unit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
     output (SYNTH), else grouped by output with one stable sort per batch and kept in a
@@ -257,9 +332,14 @@ class _Unit:
     Memory then holds about one output's row group per thread, whatever the number of
     outputs (FLAN's thousands of tasks) and of rows."""
 
-    def __init__(self, spec: SourceSpec, outputs: CleanedOutputs, budget: int):
+    def __init__(
+        self, spec: SourceSpec, outputs: CleanedOutputs, budget: int, gate: WriteGate | None
+    ):
         self.spec = spec
         self.outputs = outputs
+        self.gate = gate or WriteGate(budget)
+        # outputs written through -> their text since they were opened
+        self.direct: dict[str, int] = {}
         # Half for the writers written through, half for the store (a source uses mostly one).
         self.budget = BufferBudget(max(1, budget // 2))
         self.store: BatchStore | None = None
@@ -282,7 +362,9 @@ class _Unit:
         if len(present) == 1 and not self.pieces:
             # One output: write through (its writer buffers up to a row group, within budget).
             relative, file_report = files[int(present[0])], reports[int(present[0])]
-            self.outputs.writer(relative, self.budget).write_batch(rows)
+            text = int(_text_lengths(rows).sum())
+            self.outputs.writer(relative, self.budget).write_batch(rows, text)
+            self.direct[relative] = self.direct.get(relative, 0) + text
             _account(file_report, rows)
             return
         if self.store is None:
@@ -305,20 +387,22 @@ class _Unit:
             _account(reports[code], grouped.slice(start, count))
 
     def finish(self, threads: int = 1) -> None:
-        """Write every stored output, each file finished once written, ``threads`` files at
-        a time (the bytes of a file never depend on the others)."""
+        """Write every stored output and finish every file of the unit, ``threads`` files at
+        a time (the bytes of a file never depend on the others) within the write gate."""
         # The rows are in the store already: their writer buffers them up to a row group
-        # (memory-mapped slices) instead of spilling them a second time.
+        # instead of spilling them a second time.
         unbounded = BufferBudget(1 << 62)
 
         def write(item: tuple[str, list[tuple[object, int]]]) -> None:
             relative, pieces = item
-            writer = self.outputs.writer(relative, unbounded)
-            for key, text in pieces:
-                writer.write_batch(self.store.rows(key), text)
-            self.outputs.close(relative)
+            with self.gate.hold(self.direct.get(relative, 0) + sum(p[1] for p in pieces)):
+                writer = self.outputs.writer(relative, unbounded)
+                for key, text in pieces:
+                    writer.write_batch(self.store.rows(key), text)
+                self.outputs.close(relative)
 
         items, self.pieces = list(self.pieces.items()), {}
+        items += [(relative, []) for relative in self.direct if relative not in dict(items)]
         if threads == 1 or len(items) < 2:
             for item in items:
                 write(item)

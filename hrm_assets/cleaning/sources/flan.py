@@ -7,8 +7,12 @@ then ``cot_fsopt_data`` and ``cot_zsopt_data`` as ``cot``), every row of every
 instruction and ``str(targets)`` as response (not stripped), written to one file per task:
 ``flan/<subset>__<safe_filename(str(_task_name))>.parquet``, rows in read order.
 
-data_io collects a whole subset in memory before writing; here rows stream to their task's
-file as they are read (one open writer per task of the subset, each holding at most one batch).
+data_io collects a whole subset in memory before writing; here the columnar rule
+(:func:`clean_flan_batch`) cleans record batches, the engine groups each batch's rows by task
+file and keeps them within a memory budget (then a spill file) until the subset is read, and
+writes the task files one after the other (``hrm_assets.cleaning.columnar_clean``). Subsets are
+cleaned in parallel. A raw file whose columns are not text is cleaned row by row
+(:func:`clean_flan`, ``str()`` of each cell, as data_io).
 
 Deliberate differences:
 - ``str()`` of a null cell is ``"None"``: data_io writes such rows with the text ``None`` (or

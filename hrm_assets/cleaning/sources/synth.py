@@ -12,7 +12,8 @@ data_io ``pipe_clustered/clean_SYNTH.py`` (polars, one output per input file, ro
 
 Every input file gives an output file, even one none of whose rows is kept (as data_io's
 ``sink_parquet``). Only those six columns are read (the reasoning traces, most of the bytes,
-never are), batch by batch; each output file streams to disk. Rows whose exercise reaches the
+never are), batch by batch, by the columnar rule (:func:`clean_synth_batch`); files are
+cleaned in parallel and each output streams to disk. Rows whose exercise reaches the
 fallback branch are kept with the empty condition, as data_io writes them; the report counts
 them (condition ``""``, tag ``(none)``).
 
