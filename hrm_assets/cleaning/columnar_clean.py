@@ -340,10 +340,10 @@ class _Unit:
         self.gate = gate or WriteGate(budget)
         # outputs written through -> their text since they were opened
         self.direct: dict[str, int] = {}
-        # Half for the writers written through, half for the store (a source uses mostly one).
-        self.budget = BufferBudget(max(1, budget // 2))
+        # For the writers written through (SYNTH's), or else for the store (FLAN's groups).
+        self.budget = BufferBudget(max(1, budget))
         self.store: BatchStore | None = None
-        self.store_budget = max(1, budget // 2)
+        self.store_budget = max(1, budget)
         # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
         self.pieces: dict[str, list[tuple[object, int]]] = {}
 
@@ -382,9 +382,23 @@ class _Unit:
             text = int(ends[start + count - 1] - (ends[start - 1] if start else 0))
             groups.append((int(code), start, count, text))
         keys = self.store.add(grouped, [(start, count) for _, start, count, _ in groups])
+        from hrm_assets.cleaning.clean import PREVIEW_ROWS
+
+        # Conditions per file with one count over the batch, not one per file.
+        conditions = grouped.column("condition").combine_chunks().dictionary_encode()
+        names = conditions.dictionary.to_pylist()
+        pairs = np.bincount(
+            codes[order] * len(names) + conditions.indices.to_numpy(zero_copy_only=False),
+            minlength=len(files) * len(names),
+        ).reshape(len(files), len(names))
         for (code, start, count, text), key in zip(groups, keys, strict=True):
             self.pieces.setdefault(files[code], []).append((key, text))
-            _account(reports[code], grouped.slice(start, count))
+            file_report = reports[code]
+            file_report.rows += count
+            for index in np.flatnonzero(pairs[code]):
+                file_report.conditions[names[index]] += int(pairs[code, index])
+            if len(file_report.preview) < PREVIEW_ROWS:
+                _preview(file_report, grouped.slice(start, count))
 
     def finish(self, threads: int = 1) -> None:
         """Write every stored output and finish every file of the unit, ``threads`` files at
