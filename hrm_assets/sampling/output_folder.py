@@ -23,7 +23,6 @@ from hrm_assets.common.manifest import (
     ManifestError,
     read_manifest,
 )
-from hrm_assets.sampling.datacard import CARD_FILES
 
 
 def output_target(output_path: Path) -> Path:
@@ -41,7 +40,10 @@ def unproven_paths(folder: Path) -> list[Path]:
     except ManifestError:
         listed = set()
     # metadata.json is not listed by the manifests of hrm-sample runs before issue 16; the
-    # data card describes the manifest, so no manifest lists it.
+    # data card describes the manifest, so no manifest lists it. (Imported here: the data card
+    # package loads the sources registry, which the sampler checks first.)
+    from hrm_assets.sampling.datacard import CARD_FILES
+
     own = {MANIFEST_FILE, SAMPLED_METADATA_FILE, *CARD_FILES}
     proven_files = listed | own if listed else set()
     proven_dirs = {

@@ -89,7 +89,6 @@ from hrm_assets.sampling.arrays import (
     TokenSource,
     concatenate_tokens,
 )
-from hrm_assets.sampling.datacard import DataCardError, write_sampled_data_card
 from hrm_assets.sampling.epoch_budget import (
     EpochBudgetError,
     TaskDemand,
@@ -559,6 +558,17 @@ def _fsync_file(path: Path) -> None:
 # --------------------------------------------------------------------------- sampling
 
 
+def check_source_registry() -> None:
+    """Load the sources registry (built-in and ``sources.yaml``'s) the data card names each
+    task's source from, before anything is read: a bad ``sources.yaml`` is one
+    :class:`SamplingError` naming the file, entry and key (it is loaded when first imported,
+    which is why the sampler imports the data card's writer only when it writes one)."""
+    try:
+        import hrm_assets.cleaning.sources  # noqa: F401
+    except ValueError as exc:  # DeclaredSourceError, raised while the package loads
+        raise SamplingError(str(exc)) from None
+
+
 def _check_output_path(config: SamplingConfig) -> Path:
     """The folder to write (``output_path`` through any symlink,
     :func:`hrm_assets.sampling.output_folder.output_target`), refused when it nests with the inputs,
@@ -899,6 +909,7 @@ def sample_tokenized(
 
     if not config.tokenized_path.is_dir():
         raise SamplingError(f"{config.tokenized_path}: tokenized_path is not a directory")
+    check_source_registry()
     try:
         rules = load_prefix_rules(config.prefix_config_path)
         mixture = load_mixture(config.prefix_config_path, rules)
@@ -1104,6 +1115,8 @@ def _sample_snapshot(
                 )
             # DATACARD.md and datacard.json (hrm_assets.sampling.datacard): the run's figures and
             # the manifest's hashes, in place with the epochs they describe.
+            from hrm_assets.sampling.datacard import DataCardError, write_sampled_data_card
+
             try:
                 write_sampled_data_card(
                     staged,

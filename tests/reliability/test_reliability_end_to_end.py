@@ -9,6 +9,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -426,3 +428,26 @@ def test_the_free_space_is_measured_before_the_copy_of_tokens_begins(tmp_path, m
     monkeypatch.setattr(sampler_module, "concatenate_tokens", concatenate_tokens)
     sample_tokenized(config)
     assert events == ["free space", "copy"]
+
+
+def test_a_bad_sources_yaml_reached_from_hrm_sample_is_one_line(tmp_path):
+    """The sources registry loads ``sources.yaml`` when first imported; hrm-sample imports it
+    only when it checks it, so the error is its one line (a fresh process: the registry of
+    this one is loaded already)."""
+    tokenized = write_tokenized(tmp_path / "tokenized", {"a.jsonl": [(3, 4)] * 5})
+    rules = write_rules(tmp_path / "rules.yaml", [])
+    bad = tmp_path / "sources.yaml"
+    bad.write_text("sources:\n  - name: s\n    bogus: 1\n", encoding="utf-8")
+    output = tmp_path / "sampled"
+    done = subprocess.run(
+        [sys.executable, "-m", "hrm_assets.sampling", *_sampled_args(tokenized, output, rules)],
+        env={**os.environ, "HRM_SOURCES_YAML": str(bad)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"hrm-sample: error: {bad}: sources[0] (source 's'): bogus: unknown key\n"
+    ), done.stderr
+    assert not output.exists()
