@@ -9,7 +9,8 @@ pass a manifest check. The identity rule closes that gap:
 - ``source_path``'s safe name is the folder's name;
 - ``rows`` is the length of every span array and ``tokens`` the length of ``tokens.npy``.
 
-``hrm-verify``, the incremental skip of ``hrm-tokenize`` and the sampler all apply it, through
+``hrm-verify``, the incremental skip of ``hrm-tokenize``, the tokenized asset checks, the
+sampler and the exports of a tokenized root all apply it, through
 :func:`identity_problems` (lengths given, as a scan read them) or :func:`folder_identity_problems`
 (lengths read from the ``.npy`` headers). It applies to folders hrm-data wrote (the ``.hrm-data``
 marker); data_io's folders record no ``source_path`` and are not judged by it.
@@ -26,15 +27,16 @@ from hrm_assets import _core
 from hrm_assets.common.layout import safe_name
 from hrm_assets.common.settings import METADATA_FILE, TOKENS_FILE
 
-OWNER_MARKER: str = _core.OWNER_MARKER
 if TYPE_CHECKING:
     from hrm_assets.common.manifest import VerifyReport
 
+OWNER_MARKER: str = _core.OWNER_MARKER
 SPAN_FILES = ("inst_start.npy", "inst_len.npy", "resp_start.npy", "resp_len.npy")
 
 
 def is_hrm_tokenized(folder: Path) -> bool:
-    """Whether ``folder`` is a tokenized folder hrm-data wrote (it holds the marker)."""
+    """Whether ``folder`` is a tokenized folder hrm-data wrote (and so may replace or prune): a
+    plain folder (not a symlink to one) holding the ownership marker."""
     folder = Path(folder)
     return not folder.is_symlink() and (folder / OWNER_MARKER).is_file()
 

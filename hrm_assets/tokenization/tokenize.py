@@ -89,7 +89,7 @@ from hrm_assets.tokenization.framing import (
     parse_conditions,
     tokenizer_info_json,
 )
-from hrm_assets.tokenization.identity import folder_identity_problems
+from hrm_assets.tokenization.identity import folder_identity_problems, is_hrm_tokenized
 
 CODE_VERSION = f"hrm-tokenize/{_core.FORMAT_VERSION}"
 METADATA_FILE: str = _core.METADATA_FILE
@@ -565,10 +565,9 @@ def write_tokenizer_info(
 
 
 def is_owned(folder: Path) -> bool:
-    """Whether ``folder`` was written by this tool (and so may be replaced or pruned): a
-    plain folder (not a symlink to one) holding the ownership marker."""
-    folder = Path(folder)
-    return not folder.is_symlink() and (folder / OWNER_MARKER).is_file()
+    """Whether ``folder`` was written by this tool (and so may be replaced or pruned):
+    :func:`hrm_assets.tokenization.identity.is_hrm_tokenized`."""
+    return is_hrm_tokenized(folder)
 
 
 def remove_owned_output(out_root: Path, safe_name: str) -> bool:
