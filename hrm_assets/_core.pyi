@@ -21,6 +21,10 @@ ARRAY_FILES: list[str]
 SAMPLE_SOURCE_SHA256: str
 """SHA-256 of the Rust sources that decide sampled epoch bytes (rust_tokenizer/build.rs)."""
 DEFAULT_BATCH_ROWS: int
+NGRAM_DEFAULT_N: int
+"""Default word n-gram size of the contamination index (13)."""
+NGRAM_DEFAULT_MIN_WORDS: int
+"""Default shortest evaluation item (in words) indexed whole when shorter than n (8)."""
 
 class Encoder:
     """A ``tokenizer.json`` with data_io's framing tokens, ready to encode files.
@@ -222,3 +226,44 @@ def write_epoch_arrays(
     epoch; an exception it raises stops the draw. Returns ``(tokens per epoch, [(relative
     path, size, sha256)], state after)``. ``OSError`` (with errno and filename) for IO.
     """
+
+class NgramIndex:
+    """A hashed word-n-gram index of evaluation items (``rust_tokenizer/src/ngram/``).
+
+    Texts are compared by their words after the normalization of docs/CONTAMINATION.md
+    (lowercased runs of alphanumeric characters). An item of at least ``n`` words is indexed as
+    its windows of ``n`` words; one of ``min_words`` to ``n - 1`` words is indexed whole; a
+    shorter one is not indexed. ``ValueError`` if ``n`` is 0 or ``min_words`` not in
+    ``1..=n``.
+    """
+
+    def __init__(self, n: int = 13, min_words: int = 8) -> None: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def min_words(self) -> int: ...
+    def __len__(self) -> int: ...
+    def add(self, set: int, texts: list[str], first_item: int = 0) -> tuple[int, int, int]:
+        """Index ``texts`` as items ``first_item, first_item + 1, ...`` of evaluation set
+        ``set``; returns how many were indexed as windows, indexed whole, and too short. A
+        window already indexed keeps its first (set, item)."""
+    def scan(self, texts: list[str]) -> list[tuple[int, int, int, int, int] | None]:
+        """For each text, None or ``(set, item, start, end, windows)``: the evaluation item of
+        its first matching window, the ``[start, end)`` character span covering every matching
+        window, and the number of matching windows. In parallel, without the GIL."""
+
+class DuplicateIndex:
+    """Exact-duplicate keys seen so far and the source (a number) that first had each."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+    def add(self, source: int, keys: list[int]) -> list[int | None]:
+        """Record ``keys`` of ``source``: for each, the source that had it first (``source``
+        for a repeat within it) or None for a row not seen before."""
+
+def normalized_words(text: str) -> list[str]:
+    """The words of ``text`` after the contamination normalization (docs/CONTAMINATION.md)."""
+
+def duplicate_keys(instructions: list[str], responses: list[str]) -> list[int]:
+    """The 64-bit exact-duplicate key of each row ``(instructions[i], responses[i])`` after the
+    normalization; ``ValueError`` if the lists differ in length. In parallel, without the GIL."""

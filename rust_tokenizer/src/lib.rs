@@ -6,6 +6,7 @@
 //! - [`storage`]: local paths and `s3://` objects (Apache Arrow's `object_store`), the IO runtime;
 //! - [`sample`]: the sampler's Philox draw, its `epoch_<n>/` arrays, span table and token copy;
 //! - [`npy`]: the `.npy` headers, element types and writers both stages use;
+//! - [`ngram`]: contamination with evaluation sets (hashed word n-grams) and exact duplicates;
 //! - [`scan`]: one read of each file of an output folder for its checks (size, SHA-256 and a
 //!   plain array's length and largest value);
 //! - [`error`]: the one error type.
@@ -14,6 +15,7 @@
 //! the `pyo3` feature) has one binding module per stage that converts types and delegates here.
 
 pub mod error;
+pub mod ngram;
 pub mod npy;
 pub mod sample;
 pub mod scan;

@@ -7,7 +7,9 @@
 //! - [`sample`] binds `philox_permutation`, `write_epoch_arrays`, `read_span_columns` and
 //!   `concatenate_token_arrays`;
 //! - [`npy`] binds `read_npy_header` and `scan_arrays` (the files of output folders, read once
-//!   for their checks).
+//!   for their checks);
+//! - [`ngram`] binds `NgramIndex`, `DuplicateIndex`, `normalized_words` and `duplicate_keys`
+//!   (contamination and duplicates).
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
 //! compiled module by `tests/project/test_extension_stub.py`).
@@ -15,6 +17,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod ngram;
 mod npy;
 mod progress;
 mod sample;
@@ -25,5 +28,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     tokenize::register(module)?;
     sample::register(module)?;
     npy::register(module)?;
+    ngram::register(module)?;
     Ok(())
 }

@@ -1,0 +1,10 @@
+//! Contamination and duplicates (docs/CONTAMINATION.md): training rows against evaluation sets.
+//!
+//! - [`normalize`]: the words a text is compared by (lowercased alphanumeric runs), hashed;
+//! - [`index`]: the hashed word-n-gram index of the evaluation sets and the parallel scan;
+//! - [`duplicates`]: exact-duplicate keys of (instruction, response) and the first source of
+//!   each.
+
+pub mod duplicates;
+pub mod index;
+pub mod normalize;

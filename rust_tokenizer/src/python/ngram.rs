@@ -1,0 +1,152 @@
+//! Bindings of contamination and duplicates: the `NgramIndex` class, `normalized_words`,
+//! `duplicate_keys` and the `DuplicateIndex` class (rust_tokenizer/src/ngram/).
+
+use pyo3::prelude::*;
+
+use super::errors::to_py_err;
+use crate::ngram::duplicates::{row_keys, DuplicateIndex as CoreDuplicates};
+use crate::ngram::index::{Indexed, NgramIndex as CoreIndex, DEFAULT_MIN_WORDS, DEFAULT_N};
+use crate::ngram::normalize;
+
+/// A hashed word-n-gram index of evaluation items.
+#[pyclass(module = "hrm_assets._core")]
+struct NgramIndex {
+    inner: CoreIndex,
+}
+
+#[pymethods]
+impl NgramIndex {
+    #[new]
+    #[pyo3(signature = (n = DEFAULT_N, min_words = DEFAULT_MIN_WORDS))]
+    fn new(py: Python<'_>, n: usize, min_words: usize) -> PyResult<Self> {
+        let inner = CoreIndex::new(n, min_words).map_err(|err| to_py_err(py, err))?;
+        Ok(Self { inner })
+    }
+
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.n()
+    }
+
+    #[getter]
+    fn min_words(&self) -> usize {
+        self.inner.min_words()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Index `texts` as items `first_item, first_item + 1, ...` of evaluation set `set`.
+    /// Returns `(windows, whole, too_short)`: items indexed as n-word windows, indexed whole
+    /// (shorter than n) and not indexed (fewer than `min_words` words).
+    #[pyo3(signature = (set, texts, first_item = 0))]
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        set: u32,
+        texts: Vec<String>,
+        first_item: u32,
+    ) -> (u64, u64, u64) {
+        let inner = &mut self.inner;
+        py.detach(|| {
+            let mut counts = (0, 0, 0);
+            for (offset, text) in texts.iter().enumerate() {
+                match inner.add(set, first_item + offset as u32, text) {
+                    Indexed::Windows(_) => counts.0 += 1,
+                    Indexed::Whole(_) => counts.1 += 1,
+                    Indexed::TooShort(_) => counts.2 += 1,
+                }
+            }
+            counts
+        })
+    }
+
+    /// For each text, `None` or `(set, item, start, end, windows)`: the evaluation item of its
+    /// first matching window, the character span covering every matching window, and how many
+    /// windows match. Runs in parallel without the GIL.
+    fn scan(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+    ) -> Vec<Option<(u32, u32, usize, usize, u32)>> {
+        let inner = &self.inner;
+        py.detach(|| {
+            inner
+                .scan_all(&texts)
+                .into_iter()
+                .map(|hit| {
+                    hit.map(|hit| {
+                        (
+                            hit.origin.set,
+                            hit.origin.item,
+                            hit.start,
+                            hit.end,
+                            hit.windows,
+                        )
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+/// The words of `text` after the normalization (lowercased runs of alphanumeric characters).
+#[pyfunction]
+fn normalized_words(text: &str) -> Vec<String> {
+    normalize::normalized_words(text)
+}
+
+/// The exact-duplicate key (64 bits) of each row `(instructions[i], responses[i])`.
+#[pyfunction]
+fn duplicate_keys(
+    py: Python<'_>,
+    instructions: Vec<String>,
+    responses: Vec<String>,
+) -> PyResult<Vec<u64>> {
+    if instructions.len() != responses.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{} instructions but {} responses",
+            instructions.len(),
+            responses.len()
+        )));
+    }
+    Ok(py.detach(|| row_keys(&instructions, &responses)))
+}
+
+/// Duplicate keys seen so far and the source (a number) that first had each.
+#[pyclass(module = "hrm_assets._core")]
+struct DuplicateIndex {
+    inner: CoreDuplicates,
+}
+
+#[pymethods]
+impl DuplicateIndex {
+    #[new]
+    fn new() -> Self {
+        Self {
+            inner: CoreDuplicates::new(),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Record `keys` of `source`; for each, the source that had it first (`source` itself for
+    /// a repeat within it) or `None` for a new row.
+    fn add(&mut self, py: Python<'_>, source: u32, keys: Vec<u64>) -> Vec<Option<u32>> {
+        let inner = &mut self.inner;
+        py.detach(|| inner.add(source, &keys))
+    }
+}
+
+pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<NgramIndex>()?;
+    module.add_class::<DuplicateIndex>()?;
+    module.add_function(wrap_pyfunction!(normalized_words, module)?)?;
+    module.add_function(wrap_pyfunction!(duplicate_keys, module)?)?;
+    module.add("NGRAM_DEFAULT_N", DEFAULT_N)?;
+    module.add("NGRAM_DEFAULT_MIN_WORDS", DEFAULT_MIN_WORDS)?;
+    Ok(())
+}
