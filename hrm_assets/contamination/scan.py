@@ -1,0 +1,304 @@
+"""The contamination scan: every cleaned row (instruction and response) against the evaluation
+sets' hashed word-n-gram index, and the exact-duplicate pass, in one read of each file.
+
+A row is *hit* when its instruction or its response shares at least one window of ``n``
+normalized words with an evaluation item (or contains a whole item of ``min_words`` to ``n - 1``
+words). Results per file and per source: rows, rows hit, rows hit per evaluation set, and a few
+examples (row, field, evaluation set and item, the matching span of the training text and the
+evaluation text). docs/CONTAMINATION.md explains how to read them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hrm_assets.common.atomic import atomic_write_text
+from hrm_assets.contamination.duplicates import DuplicateCounter, DuplicateReport
+from hrm_assets.contamination.evalsets import EvalSet
+
+DEFAULT_N = 13
+DEFAULT_MIN_WORDS = 8
+DEFAULT_BATCH_ROWS = 8192
+MAX_EXAMPLES = 5
+SHOWN_CHARS = 300
+TEXT_FIELDS = ("instruction", "response")
+
+
+@dataclass
+class Example:
+    row: int
+    """1-based position of the row in its file."""
+    field: str
+    eval_set: str
+    eval_item: int
+    """0-based record of the evaluation set (its saved JSONL's line - 1)."""
+    span: str
+    """The training text covering every matching window (cut to 300 characters)."""
+    eval_text: str
+    windows: int
+
+
+@dataclass
+class Result:
+    """Contamination of one file or one source."""
+
+    name: str
+    rows: int = 0
+    rows_hit: int = 0
+    hits_by_set: dict[str, int] = field(default_factory=dict)
+    examples: list[Example] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.rows_hit / self.rows if self.rows else 0.0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["rate"] = self.rate
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Result:
+        return cls(
+            name=data["name"],
+            rows=data["rows"],
+            rows_hit=data["rows_hit"],
+            hits_by_set=dict(data["hits_by_set"]),
+            examples=[Example(**example) for example in data["examples"]],
+        )
+
+    def merge(self, other: Result, max_examples: int = MAX_EXAMPLES) -> None:
+        self.rows += other.rows
+        self.rows_hit += other.rows_hit
+        for name, count in other.hits_by_set.items():
+            self.hits_by_set[name] = self.hits_by_set.get(name, 0) + count
+        room = max_examples - len(self.examples)
+        self.examples.extend(other.examples[: max(room, 0)])
+
+
+@dataclass
+class FileScan:
+    """One file's result and the rows to leave out (1-based), for the sampler."""
+
+    path: str
+    source: str
+    result: Result
+    hit_rows: list[int] = field(default_factory=list)
+    duplicate_rows: list[int] = field(default_factory=list)
+
+
+def iter_text_batches(
+    path: Path | str, batch_rows: int = DEFAULT_BATCH_ROWS
+) -> Iterator[tuple[list[str], list[str]]]:
+    """``(instructions, responses)`` of a cleaned JSONL or Parquet file, batch by batch.
+
+    Read with Arrow (JSONL streamed in blocks, Parquet by row groups); a Parquet null is the
+    empty string as data_io reads it. A JSONL file Arrow cannot read, or a row lacking a field
+    or holding a non-string, is read again by the validating reader
+    (``hrm_assets.cleaning.rows``), whose error names the file, row and field.
+    """
+    import pyarrow as pa
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        parquet = pq.ParquetFile(path)
+        missing = [name for name in TEXT_FIELDS if name not in parquet.schema_arrow.names]
+        if missing:
+            from hrm_assets.cleaning.rows import RowError
+
+            raise RowError(path, 0, missing[0], "column missing from the Parquet schema")
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(TEXT_FIELDS)):
+            yield tuple(  # type: ignore[misc]
+                ["" if value is None else value for value in batch.column(name).to_pylist()]
+                for name in TEXT_FIELDS
+            )
+        return
+    if path.suffix != ".jsonl":
+        from hrm_assets.cleaning.rows import RowError
+
+        raise RowError(path, 0, None, f"unsupported file type {path.suffix!r}")
+    import pyarrow.json as pj
+
+    schema = pa.schema([(name, pa.string()) for name in TEXT_FIELDS])
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        reader = pj.open_json(path, parse_options=options)
+        for batch in reader:
+            columns = [batch.column(name) for name in TEXT_FIELDS]
+            if any(column.null_count for column in columns):
+                raise pa.ArrowInvalid("a null or missing field")
+            for start in range(0, batch.num_rows, batch_rows):
+                yield tuple(  # type: ignore[misc]
+                    column.slice(start, batch_rows).to_pylist() for column in columns
+                )
+    except pa.ArrowInvalid as error:
+        from hrm_assets.cleaning.rows import iter_cleaned_rows
+
+        for _ in iter_cleaned_rows(path):
+            pass  # raises RowError naming the file, row and field
+        raise ValueError(f"{path}: cannot be read as JSONL rows: {error}") from None
+
+
+class Scanner:
+    """The evaluation sets' index and the scan of training rows against it."""
+
+    def __init__(
+        self,
+        eval_sets: Sequence[EvalSet],
+        n: int = DEFAULT_N,
+        min_words: int = DEFAULT_MIN_WORDS,
+        max_examples: int = MAX_EXAMPLES,
+    ) -> None:
+        from hrm_assets import _core
+
+        self.eval_sets = list(eval_sets)
+        self.n, self.min_words, self.max_examples = n, min_words, max_examples
+        self.index = _core.NgramIndex(n, min_words)
+        self.indexed: dict[str, dict[str, int]] = {}
+        for number, loaded in enumerate(self.eval_sets):
+            counts = Counter()
+            for name in loaded.spec.fields:
+                windows, whole, short = self.index.add(number, loaded.texts[name])
+                counts.update(windowed=windows, whole=whole, too_short=short)
+            self.indexed[loaded.spec.name] = {"items": len(loaded), **counts}
+
+    def scan_rows(
+        self, instructions: Sequence[str], responses: Sequence[str]
+    ) -> list[tuple[str, tuple[int, int, int, int, int]] | None]:
+        """Per row, None or ``(field, (set, item, start, end, windows))`` of its first hit field
+        (the instruction before the response)."""
+        rows = len(instructions)
+        hits = self.index.scan([*instructions, *responses])
+        out = []
+        for row in range(rows):
+            if hits[row] is not None:
+                out.append(("instruction", hits[row]))
+            elif hits[rows + row] is not None:
+                out.append(("response", hits[rows + row]))
+            else:
+                out.append(None)
+        return out
+
+    def scan_file(
+        self,
+        path: Path | str,
+        source: str,
+        duplicates: DuplicateCounter | None = None,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+    ) -> FileScan:
+        """Scan one cleaned file; with ``duplicates``, its rows are added there too."""
+        scan = FileScan(str(path), source, Result(str(path)))
+        result = scan.result
+        hits_by_set: Counter[str] = Counter()
+        for instructions, responses in iter_text_batches(path, batch_rows):
+            first_row = result.rows + 1
+            for offset, found in enumerate(self.scan_rows(instructions, responses)):
+                if found is None:
+                    continue
+                field_name, (number, item, start, end, windows) = found
+                loaded = self.eval_sets[number]
+                hits_by_set[loaded.spec.name] += 1
+                scan.hit_rows.append(first_row + offset)
+                if len(result.examples) < self.max_examples:
+                    text = (instructions if field_name == "instruction" else responses)[offset]
+                    result.examples.append(
+                        Example(
+                            row=first_row + offset,
+                            field=field_name,
+                            eval_set=loaded.spec.name,
+                            eval_item=item,
+                            span=text[start:end][:SHOWN_CHARS],
+                            eval_text=loaded.shown(item)[:SHOWN_CHARS],
+                            windows=windows,
+                        )
+                    )
+            if duplicates is not None:
+                repeated = duplicates.add(source, instructions, responses)
+                scan.duplicate_rows.extend(
+                    first_row + offset for offset, dup in enumerate(repeated) if dup
+                )
+            result.rows += len(instructions)
+        result.rows_hit = len(scan.hit_rows)
+        result.hits_by_set = dict(sorted(hits_by_set.items()))
+        return scan
+
+
+@dataclass
+class Report:
+    """The whole pass: settings, the indexed evaluation sets, files, sources, duplicates."""
+
+    n: int
+    min_words: int
+    eval_sets: dict[str, dict[str, int]]
+    files: list[Result]
+    sources: dict[str, Result]
+    duplicates: DuplicateReport | None
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "min_words": self.min_words,
+            "eval_sets": self.eval_sets,
+            "files": [result.to_dict() for result in self.files],
+            "sources": {name: result.to_dict() for name, result in self.sources.items()},
+            "duplicates": None if self.duplicates is None else self.duplicates.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Report:
+        duplicates = data.get("duplicates")
+        return cls(
+            n=data["n"],
+            min_words=data["min_words"],
+            eval_sets={name: dict(counts) for name, counts in data["eval_sets"].items()},
+            files=[Result.from_dict(result) for result in data["files"]],
+            sources={name: Result.from_dict(r) for name, r in data["sources"].items()},
+            duplicates=None if duplicates is None else DuplicateReport.from_dict(duplicates),
+        )
+
+    def write(self, path: Path) -> None:
+        """Save as JSON (temporary name, renamed)."""
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
+
+    @classmethod
+    def read(cls, path: Path) -> Report:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def analyze(
+    files_by_source: Mapping[str, Sequence[Path | str]],
+    eval_sets: Sequence[EvalSet],
+    n: int = DEFAULT_N,
+    min_words: int = DEFAULT_MIN_WORDS,
+    dedup: bool = True,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> tuple[Report, list[FileScan]]:
+    """Scan every file of every source (sources in the order given, files in name order) for
+    contamination and, with ``dedup``, exact duplicates; the report and each file's scan."""
+    scanner = Scanner(eval_sets, n, min_words)
+    duplicates = DuplicateCounter() if dedup else None
+    scans: list[FileScan] = []
+    sources: dict[str, Result] = {}
+    for source, files in files_by_source.items():
+        total = Result(source)
+        for path in sorted(files, key=lambda p: Path(p).name):
+            scan = scanner.scan_file(path, source, duplicates, batch_rows)
+            scans.append(scan)
+            total.merge(scan.result)
+        total.hits_by_set = dict(sorted(total.hits_by_set.items()))
+        sources[source] = total
+    report = Report(
+        n=n,
+        min_words=min_words,
+        eval_sets=scanner.indexed,
+        files=[scan.result for scan in scans],
+        sources=sources,
+        duplicates=None if duplicates is None else duplicates.report(),
+    )
+    return report, scans
