@@ -36,6 +36,7 @@ from hrm_assets.sampling.datacard import (
     share_chart_png,
     write_data_card,
 )
+from hrm_assets.sampling.datacard.code_version import sampling_code_version
 from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
 from hrm_assets.sampling.output_folder import unproven_paths
 from hrm_assets.sampling.prefix_config import load_prefix_rules
@@ -246,7 +247,7 @@ def test_prefix_config_and_settings_are_recorded(tmp_path, inputs):
     assert card["tokenizer"]["vocab_size"] == 1000
     assert card["tokenizer"]["boq"] == "<|im_start|>"
     assert card["tokenizer"]["sha256"] is None  # data_io's folders record none; none shipped
-    assert card["code"]["sampling_sha256"] == file_sha256(Path(sampling.__file__))
+    assert card["code"]["sampling_sha256"] == sampling_code_version()
     markdown = (tmp_path / "out" / DATACARD_MARKDOWN).read_text(encoding="utf-8")
     assert "```yaml\n" + rules_path.read_text(encoding="utf-8") in markdown
     # A pipe inside code is escaped, so GitHub's table keeps its cells.
