@@ -113,7 +113,7 @@ def clean_parts_columnar(
     share = max(1, DEFAULT_BUFFER_BYTES // workers)
     left = {"parts": len(parts)}  # parts not yet read through
     lock = threading.Lock()
-    gate = WriteGate(2 * DEFAULT_BUFFER_BYTES)
+    gate = WriteGate(DEFAULT_BUFFER_BYTES)
 
     def one(item: tuple[str, list[Path]]) -> CleaningReport:
         part, files = item
