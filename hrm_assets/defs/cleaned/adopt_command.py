@@ -13,6 +13,7 @@ run there must see the same roots, since the tokenized step reads the files from
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -32,6 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"as {settings.ADOPT_CLEANED_ENV}",
     )
     parser.add_argument(
+        "--tokenized",
+        metavar="ROOT",
+        help="a tokenized root written by data_io's tokenizer binary, adopted as it is (hashed "
+        f"once, never re-tokenized or modified); kept in ./.env as {settings.TOKENIZED_ROOT_ENV}",
+    )
+    parser.add_argument(
         "--tokenizer",
         metavar="FOLDER",
         help="the folder of the tokenizer.json to use (data_io's trained_tokenizers/bpe); kept "
@@ -40,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for variable, given in (
         (settings.ADOPT_CLEANED_ENV, args.cleaned),
+        (settings.TOKENIZED_ROOT_ENV, args.tokenized),
         (settings.TOKENIZER_ROOT_ENV, args.tokenizer),
     ):
         if given:
@@ -47,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import dagster as dg
 
     from hrm_assets.common.layout import LayoutError
+    from hrm_assets.common.storage import ObjectRoot
     from hrm_assets.defs.cleaned.adopted import plan_adoption
     from hrm_assets.defs.common.resources import DataPaths
     from hrm_assets.defs.tokenized.partitions import (
@@ -55,39 +64,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     data_paths = DataPaths.from_environment()
-    if not data_paths.adopted_cleaned_roots:
+    tokenized = bool(os.environ.get(settings.TOKENIZED_ROOT_ENV))
+    if not data_paths.adopted_cleaned_roots and not tokenized:
         print(
             f"error: {settings.ADOPT_CLEANED_ENV} is not set: name the cleaned roots to adopt "
-            "(folders separated by ':'), in the shell or in .env",
+            "(folders separated by ':'), in the shell or in .env, or --cleaned",
             file=sys.stderr,
         )
         return 2
+    refused: list[str] = []
     with dg.DagsterInstance.get() as instance:
-        try:
-            plan = plan_adoption(instance, data_paths)
-        except LayoutError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        for name, (added, removed) in plan.partitions.items():
-            partitions_name = TOKENIZED_PARTITIONS[name].name
-            if added:
-                instance.add_dynamic_partitions(partitions_name, added)
-            for key in removed:
-                instance.delete_dynamic_partition(partitions_name, key)
-                remove_owned_output_at(data_paths.tokenized_location, key)
-        for event in plan.events:
-            instance.report_runless_asset_event(event)
-    roots = ", ".join(str(root) for root in data_paths.adopted_cleaned_roots)
-    print(f"adopted {roots}: {plan.summary()}")
-    for warning in plan.warnings():
-        print(f"warning: {warning}", file=sys.stderr)
+        if data_paths.adopted_cleaned_roots:
+            try:
+                plan = plan_adoption(instance, data_paths)
+            except LayoutError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
+            for name, (added, removed) in plan.partitions.items():
+                partitions_name = TOKENIZED_PARTITIONS[name].name
+                if added:
+                    instance.add_dynamic_partitions(partitions_name, added)
+                for key in removed:
+                    instance.delete_dynamic_partition(partitions_name, key)
+                    remove_owned_output_at(data_paths.tokenized_location, key)
+            for event in plan.events:
+                instance.report_runless_asset_event(event)
+            roots = ", ".join(str(root) for root in data_paths.adopted_cleaned_roots)
+            print(f"adopted {roots}: {plan.summary()}")
+            for warning in plan.warnings():
+                print(f"warning: {warning}", file=sys.stderr)
+        if tokenized:
+            from hrm_assets.defs.tokenized.adopted import adopt_tokenized
+
+            if isinstance(data_paths.tokenized_location, ObjectRoot):
+                print("error: a tokenized root in object storage is not adopted", file=sys.stderr)
+                return 2
+            adoption = adopt_tokenized(instance, data_paths)
+            for event in adoption.events:
+                instance.report_runless_asset_event(event)
+            refused = adoption.refused
+            print(
+                f"adopted tokenized root {data_paths.tokenized_root}: "
+                f"{len(adoption.events)} folder(s) recorded as they are, {adoption.current} "
+                f"already current, {len(refused)} not adopted"
+            )
+    for line in refused:
+        print(f"error: {line}", file=sys.stderr)
     print("next: hrm-materialize-tokenized tokenizes the registered files (or automation does)")
-    return 0
+    return 1 if refused else 0
 
 
 def keep_in_env_file(variable: str, given: str) -> None:
     """Use ``given`` (paths separated by ':') for ``variable`` now and in ./.env from now on."""
-    import os
     from pathlib import Path
 
     from hrm_assets.local_env import set_env_default

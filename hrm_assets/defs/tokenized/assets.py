@@ -19,9 +19,9 @@ import dagster as dg
 
 from hrm_assets import _core
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
-from hrm_assets.common.layout import CleanedFile, LayoutError
+from hrm_assets.common.layout import CleanedFile, LayoutError, is_hidden_name
 from hrm_assets.common.object_mirror import mirror_tree
-from hrm_assets.common.settings import TOKENIZER_JSON
+from hrm_assets.common.settings import TOKENIZER_INFO_FILE, TOKENIZER_JSON
 from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
@@ -51,6 +51,7 @@ from hrm_assets.tokenization.tokenize import (
     TokenizeOutcome,
     TokenizerSetup,
     check_roots_apart,
+    expected_data_version,
     tokenize_files,
     write_tokenizer_info,
 )
@@ -136,6 +137,54 @@ def adopted_files_for(
     return found, missing
 
 
+def split_adopted_folders(
+    instance: dg.DagsterInstance,
+    asset_key: dg.AssetKey,
+    files: list[CleanedFile],
+    tokenized_root: Path,
+    setup: TokenizerSetup,
+) -> tuple[list[CleanedFile], int, list[TokenizeFailure]]:
+    """(the files to tokenize, how many folders adopted from another tool are current, a
+    failure for each such folder that is not). A folder hrm-data did not write is never
+    rewritten: it is current when its record (``python -m hrm_assets.adoption --tokenized``)
+    has the version this file and tokenizer give; otherwise its partition fails, saying so."""
+    from hrm_assets.adoption.tokenized import is_foreign
+
+    foreign = [item for item in files if is_foreign(tokenized_root / item.safe_name)]
+    if not foreign:
+        return files, 0, []
+    recorded = recorded_data_versions(instance, asset_key, [item.safe_name for item in foreign])
+    kept, refused = 0, []
+    for item in foreign:
+        if recorded.get(item.safe_name) == expected_data_version(item, setup):
+            kept += 1
+            continue
+        problem = (
+            f"{tokenized_root / item.safe_name} was written by another tool (data_io's "
+            "tokenizer?) and hrm-data never modifies it; it is not adopted for this cleaned file "
+            "and tokenizer (python -m hrm_assets.adoption --tokenized adopts a current one): "
+            "move it away to have it tokenized"
+        )
+        refused.append(TokenizeFailure(item.safe_name, FileExistsError(problem)))
+    chosen = {item.safe_name for item in foreign}
+    return [item for item in files if item.safe_name not in chosen], kept, refused
+
+
+def keeps_adopted_info(tokenized_root: Path, setup: TokenizerSetup) -> bool:
+    """Whether the root's ``tokenizer_info.json`` is another tool's that agrees with this
+    tokenizer and framing (all but the ``tokenizer_path`` it recorded as typed), beside
+    folders of that tool: kept as it is rather than rewritten."""
+    from hrm_assets.adoption.tokenized import is_foreign, tokenizer_info_problems
+
+    if not (tokenized_root / TOKENIZER_INFO_FILE).is_file():
+        return False
+    entries = (entry for entry in tokenized_root.iterdir() if not is_hidden_name(entry.name))
+    if not any(is_foreign(entry) for entry in entries):
+        return False
+    expected = setup.framing.tokenizer_info(setup.given_path, setup.encoder().vocab_size)
+    return not tokenizer_info_problems(tokenized_root, expected)
+
+
 def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     asset_key = tokenized_key(spec.name)
     deps = [cleaned_key(spec.name), TOKENIZER_KEY]
@@ -184,10 +233,16 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             # Before anything is written: nested roots would put outputs among the cleaned
             # files.
             check_roots_apart(adopted or [data_paths.cleaned_root], tokenized_root)
-            write_tokenizer_info(tokenized_root, setup)
+            files, kept, refused = split_adopted_folders(
+                context.instance, asset_key, files, tokenized_root, setup
+            )
+            failures += refused
+            if not keeps_adopted_info(tokenized_root, setup):
+                write_tokenizer_info(tokenized_root, setup)
             vocab_size = tokenized_vocab_size(tokenized_root)
             results = tokenize_files(files, tokenized_root, setup, threads=config.threads)
         else:
+            kept = 0
             cleaned, out = remote
             files, failures = cleaned_files_for(spec, cleaned.local, partitions, cleaned)
             setup = tokenizer_setup(data_paths)
@@ -197,7 +252,8 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         recorded = recorded_data_versions(instance, asset_key, partitions)
         tags = version_tags(instance, deps, CODE_VERSION)
         unchanged: list[TokenizeOutcome] = []
-        counts = {"tokenized": 0, "unchanged": 0, "recorded": 0, "failed checks": 0}
+        # Folders adopted from data_io, current: unchanged, never rewritten (adoption/).
+        counts = {"tokenized": 0, "unchanged": kept, "recorded": 0, "failed checks": 0}
         context.log.info(f"{len(files):,} of {len(partitions):,} partitions have their file")
 
         # Check evaluations wait for a batch of partitions, whose targets (the latest
