@@ -44,7 +44,7 @@ def test_every_job_sensor_and_schedule_resolves():
 def test_the_merge_is_the_union_of_the_domains():
     """Nothing is defined outside a domain's ``defs`` but the resource and the executor."""
     domains = domain_definitions()
-    assert len(domains) == 7  # raw, cleaned, tokenizer, tokenized, sampled, export, common
+    assert len(domains) == 8  # raw, cleaned, tokenizer, tokenized, sampled, export, eval, common
     asset_keys = [asset.key for domain in domains for asset in domain.assets or []]
     assert len(asset_keys) == len(set(asset_keys))
     assert set(asset_keys) == set(defs.resolve_asset_graph().get_all_asset_keys())
