@@ -263,6 +263,25 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+def default_output_among_cleaned_files(output_path: Path) -> str | None:
+    """A warning when the output is the default one (``$HRM_DATA_ROOT/sampled/local``) and
+    that data root holds cleaned files itself, as data_io's ``data/`` folder does: the epochs
+    would land inside a data_io user's cleaned folder."""
+    from hrm_assets.common.layout import is_cleaned_name
+
+    default = default_values()["output_path"]
+    if Path(output_path).absolute() != Path(str(default)).absolute():
+        return None
+    root = settings.data_root()
+    if not root.is_dir() or not any(is_cleaned_name(entry.name) for entry in root.iterdir()):
+        return None
+    return (
+        f"the default output {Path(output_path).absolute()} is inside {root}, which holds "
+        "cleaned files (data_io's data/ folder?); name the epochs' folder with output_path= "
+        "(data_io's default is /dev/shm/sampled)"
+    )
+
+
 def used_inputs_line(config: SamplingConfig, tokenized: object) -> str:
     """What the run read and wrote, said when it is done (an error names its file instead):
     the rules file (and why that one), the tokenized root and the output folder."""
@@ -303,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config = _config(values)
             except UsageError as exc:
                 return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
+            crowded = default_output_among_cleaned_files(config.output_path)
+            if crowded:
+                _warn(crowded)
             result = sample_tokenized(config, progress=True, warn=_warn, log=_log)
     except SamplingError as exc:
         return _fail(str(exc), 1)

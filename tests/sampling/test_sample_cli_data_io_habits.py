@@ -27,6 +27,7 @@ def workdir(tmp_path, monkeypatch):
     work.mkdir()
     write_tokenized(work / "data_tokenized_bpe_65k", MIXED)
     monkeypatch.chdir(work)
+    monkeypatch.delenv(settings.DATA_ROOT_ENV, raising=False)  # ./data, as a new user has it
     return work
 
 
@@ -106,3 +107,20 @@ def test_node_refuses_a_setting_that_is_not_the_nodes(workdir, nodes_file, capsy
     status, _, err = run_main(capsys, "node=gpu9")
     assert status == 2 and "node=gpu9: no such training node" in err and "hrm, plain" in err
     assert not (workdir / "shm").exists()
+
+
+def test_the_default_output_inside_data_ios_cleaned_folder_is_warned_about(workdir, capsys):
+    """data_io's cleaned files are in ./data, which is also our default data root."""
+    (workdir / "data").mkdir()
+    (workdir / "data" / "gsm8k_train.jsonl").write_text("")
+    status, _, err = run_main(capsys, "tokenized_path=data_tokenized_bpe_65k", "epochs=1")
+    assert status == 0, err
+    output = workdir / "data" / "sampled" / "local"
+    assert (
+        f"hrm-sample: warning: the default output {output} is inside {workdir / 'data'}, which "
+        "holds cleaned files"
+    ) in err
+    status, _, err = run_main(
+        capsys, "tokenized_path=data_tokenized_bpe_65k", "output_path=epochs", "epochs=1"
+    )
+    assert status == 0 and "the default output" not in err
