@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-COLUMNAR_BATCH_ROWS = 32 * 1024
+COLUMNAR_BATCH_ROWS = 16 * 1024
 """Raw rows per record batch: large enough that per-batch Python costs vanish, small enough
 that a 1M-row raw row group is read in slices."""
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int], None] | None
 
-DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024
+DEFAULT_BUFFER_BYTES = 32 * 1024 * 1024
 """Rows held in memory by one run, over all its threads: grouped batches waiting for their
 files and rows waiting for their row group; beyond it they go to spill files."""
 
