@@ -9,9 +9,11 @@
 //! string (its reader takes the null slot's empty value), and counted ([`RowReader::nulls`]).
 //!
 //! The bytes a reader parses are the bytes it hashes ([`RowReader::source_digest`]): a JSONL
-//! stream is hashed as its lines are read, a Parquet file is read whole once (its reader seeks)
-//! and hashed from memory. So a file rewritten while it is tokenized is caught by comparing that
-//! digest with the one the decision to tokenize it was taken on, with no second read.
+//! stream is hashed as its lines are read; a Parquet file (its reader seeks) is read whole once
+//! and hashed from memory, or, above [`WHOLE_READ_LIMIT`], hashed in one pass and decoded from a
+//! file whose status must not move meanwhile ([`ParquetReader::open`]). So a file rewritten
+//! while it is tokenized is caught by comparing that digest with the one the decision to
+//! tokenize it was taken on, in memory bounded whatever the file's size.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -23,6 +25,7 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -331,17 +334,92 @@ pub struct ParquetReader {
     rows_seen: u64,
     nulls: u64,
     digest: SourceDigest,
+    watch: Option<UnchangedWatch>,
+}
+
+/// Local Parquet files up to this size are read whole into memory (one read proves what was
+/// decoded); larger ones are hashed, then decoded from the file under an [`UnchangedWatch`].
+pub const WHOLE_READ_LIMIT: u64 = 64 << 20;
+
+/// What a write to a file moves: its size, modification and change times, and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStatus {
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+    inode: u64,
+}
+
+impl FileStatus {
+    fn of(file: &File) -> std::io::Result<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata()?;
+        Ok(FileStatus {
+            size: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+        })
+    }
+}
+
+/// A file's status before it was hashed, to compare with its status after it was decoded.
+struct UnchangedWatch {
+    file: File,
+    before: FileStatus,
+}
+
+impl UnchangedWatch {
+    fn check(&self, path: &Path) -> Result<()> {
+        let after = FileStatus::of(&self.file).at(path)?;
+        if after == self.before {
+            return Ok(());
+        }
+        Err(Error::file(
+            path,
+            format!(
+                "changed while it was tokenized: {} bytes when it was hashed, {} bytes (and a \
+                 new change time) after its last row was read; nothing was written: run again \
+                 once the file is no longer being written",
+                self.before.size, after.size
+            ),
+        ))
+    }
 }
 
 impl ParquetReader {
-    /// The file read whole, once: the reader seeks about it, and the bytes it decodes must be
-    /// the bytes hashed ([`RowReader::source_digest`]), which reading the file twice cannot
-    /// prove. Costs memory the size of the file, as an object fetched from storage does.
+    /// Rows of a local Parquet file. Its reader seeks about the file, so the bytes it decodes
+    /// cannot be hashed as they are read; they are proven to be the bytes hashed
+    /// ([`RowReader::source_digest`]) one of two ways. A file up to [`WHOLE_READ_LIMIT`] is read
+    /// whole once and decoded from memory. A larger one is hashed in one streaming pass and
+    /// decoded from the file, and its status (size, modification and change times, inode) must
+    /// be the same after its last row as before the hash: any write in between, a rewrite with
+    /// the same bytes included, moves the change time, and fails the file at its end. So memory
+    /// stays bounded by the reader's batches whatever the file's size.
     pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
+        ParquetReader::open_with_limit(path, batch_rows, WHOLE_READ_LIMIT)
+    }
+
+    fn open_with_limit(path: &Path, batch_rows: usize, whole_read_limit: u64) -> Result<Self> {
         let mut file = File::open(path).at(path)?;
-        let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |meta| meta.len() as usize));
-        file.read_to_end(&mut bytes).at(path)?;
-        ParquetReader::new(path, Bytes::from(bytes), batch_rows)
+        let before = FileStatus::of(&file).at(path)?;
+        if before.size <= whole_read_limit {
+            let mut bytes = Vec::with_capacity(before.size as usize);
+            file.read_to_end(&mut bytes).at(path)?;
+            return ParquetReader::new(path, Bytes::from(bytes), batch_rows);
+        }
+        let mut hashing = DigestingRead {
+            inner: Box::new(file.try_clone().at(path)?),
+            hasher: Sha256::new(),
+            size: 0,
+        };
+        std::io::copy(&mut hashing, &mut std::io::sink()).at(path)?;
+        let digest = SourceDigest::of(&hashing.hasher, hashing.size);
+        let watch = UnchangedWatch {
+            file: file.try_clone().at(path)?,
+            before,
+        };
+        ParquetReader::from_source(path, file, batch_rows, digest, Some(watch))
     }
 
     /// Record batches of a whole file's `bytes`, named `path` in errors.
@@ -349,7 +427,19 @@ impl ParquetReader {
         let mut hasher = Sha256::new();
         hasher.update(&bytes);
         let digest = SourceDigest::of(&hasher, bytes.len() as u64);
-        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        ParquetReader::from_source(path, bytes, batch_rows, digest, None)
+    }
+
+    /// Record batches of `source`, whose bytes hash to `digest`; with `watch`, the file must
+    /// not have changed by the time the last batch is read.
+    fn from_source<T: ChunkReader + 'static>(
+        path: &Path,
+        source: T,
+        batch_rows: usize,
+        digest: SourceDigest,
+        watch: Option<UnchangedWatch>,
+    ) -> Result<Self> {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(source)
             .map_err(|err| Error::file(path, format!("cannot read as Parquet: {err}")))?;
         let schema = builder.schema().clone();
         let mut roots = Vec::with_capacity(FIELDS.len());
@@ -384,12 +474,16 @@ impl ParquetReader {
             rows_seen: 0,
             nulls: 0,
             digest,
+            watch,
         })
     }
 
     pub fn next_batch(&mut self) -> Result<Option<Vec<Row>>> {
         loop {
             let Some(batch) = self.batches.next() else {
+                if let Some(watch) = &self.watch {
+                    watch.check(&self.path)?;
+                }
                 return Ok(None);
             };
             let batch = batch.map_err(|err| {
@@ -831,6 +925,62 @@ mod tests {
             assert_eq!(digest.size, bytes.len() as u64, "{path:?}");
             assert_eq!(digest.sha256, <[u8; 32]>::from(Sha256::digest(&bytes)));
         }
+    }
+
+    fn xy_parquet(dir: &Path, rows: usize) -> PathBuf {
+        let values: Vec<String> = (0..rows).map(|row| format!("text {row}")).collect();
+        write_parquet(
+            dir,
+            "large.parquet",
+            FIELDS
+                .iter()
+                .map(|name| {
+                    let column: ArrayRef = Arc::new(StringArray::from(values.clone()));
+                    (*name, column)
+                })
+                .collect(),
+        )
+    }
+
+    fn parquet_rows(reader: &mut ParquetReader) -> Result<Vec<Row>> {
+        let mut rows = Vec::new();
+        while let Some(batch) = reader.next_batch()? {
+            rows.extend(batch);
+        }
+        Ok(rows)
+    }
+
+    #[test]
+    fn a_parquet_file_above_the_limit_is_hashed_then_decoded_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = xy_parquet(dir.path(), 100);
+        let bytes = std::fs::read(&path).unwrap();
+        let mut whole = ParquetReader::open_with_limit(&path, 7, u64::MAX).unwrap();
+        let mut streamed = ParquetReader::open_with_limit(&path, 7, 0).unwrap();
+        assert!(whole.watch.is_none() && streamed.watch.is_some());
+        assert_eq!(
+            parquet_rows(&mut whole).unwrap(),
+            parquet_rows(&mut streamed).unwrap()
+        );
+        for digest in [whole.digest, streamed.digest] {
+            assert_eq!(digest.size, bytes.len() as u64);
+            assert_eq!(digest.sha256, <[u8; 32]>::from(Sha256::digest(&bytes)));
+        }
+    }
+
+    #[test]
+    fn a_parquet_file_rewritten_with_the_same_bytes_while_decoded_fails_at_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = xy_parquet(dir.path(), 100);
+        let bytes = std::fs::read(&path).unwrap();
+        let mut reader = ParquetReader::open_with_limit(&path, 7, 0).unwrap();
+        // What `cp` over the file does: truncate, then write the same bytes again (after a
+        // pause longer than the kernel's coarse clock tick, so the change time moves).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, &bytes).unwrap();
+        let err = parquet_rows(&mut reader).unwrap_err().to_string();
+        assert!(err.contains("large.parquet"), "{err}");
+        assert!(err.contains("changed while it was tokenized"), "{err}");
     }
 
     #[test]
