@@ -9,8 +9,12 @@ JSONL lines as orjson writes them, keys in the order of the source's data_io scr
 bounded report and, over all Parquet outputs together, about ``DEFAULT_BUFFER_BYTES`` (of
 ``cleaned_parquet``) of rows waiting for their row group (the largest buffers spill to disk
 beyond that), whatever the size of the source. Every output is written to a temporary sibling
-and renamed into place when the whole source succeeded (``hrm_assets.common.atomic``), so a failure
-keeps the previous files.
+and renamed into place when the whole source succeeded (one ``AtomicGroup`` of
+``hrm_assets.common.atomic``), so a failure keeps the previous files.
+
+A local-file source with a columnar rule (``SourceSpec.columnar``: FLAN, SYNTH) is cleaned by
+the columnar engine instead (``hrm_assets.cleaning.columnar_clean``): Arrow record batches, parts
+on parallel threads, the same files and report as this row path.
 
 Nothing is dropped silently: a record the source rules reject (``SkipRecord``), a row they
 leave out (``SkippedRow``, a declared source's filters), a record that breaks the cleaning
@@ -18,7 +22,9 @@ function, and a row that is not three valid strings with known condition tags ar
 in the :class:`CleaningReport` under a reason, with a few examples naming the file, the row and
 the raw record.
 
-CLI: ``python -m hrm_assets.cleaning SOURCE... [--raw-root DIR] [--out DIR]``.
+CLI: ``python -m hrm_assets.cleaning SOURCE... [--raw-root DIR] [--out DIR] [--threads N]
+[--json]``: a progress bar (rows/s, raw MB/s), a short summary per source, every file's detail
+with ``--json``.
 """
 
 from __future__ import annotations

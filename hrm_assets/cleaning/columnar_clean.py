@@ -460,7 +460,9 @@ class BatchStore:
         self.held = 0
         self.in_memory: list[pa.Table] = []
         self.path: Path | None = None
+        self._file = None
         self._sink = None
+        self._stream = None
         self._source = None
         self._schema = None
         self._lock = threading.Lock()
@@ -479,15 +481,20 @@ class BatchStore:
 
             self.folder.mkdir(parents=True, exist_ok=True)
             self.path = create_temporary_file(self.folder, f"{TMP_PREFIX}columnar-spill.")
-            self._sink = pa.OSFile(str(self.path), mode="w")
+            self._file = pa.OSFile(str(self.path), mode="w")
+            self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
             self._schema = table.schema
+            self._stream = pa.ipc.new_stream(self._sink, self._schema)
+            # The schema message goes out with the first batch: send an empty one now, so
+            # that each group's segment below holds its record batch message alone.
+            empty = [pa.array([], field.type) for field in self._schema]
+            self._stream.write_batch(pa.record_batch(empty, schema=self._schema))
+        batch = table.combine_chunks().to_batches()[0]
         keys = []
         for batch_start, count in groups:
-            # One message per group; the stream's schema is known from the first table.
-            batch = table.slice(batch_start, count).combine_chunks().to_batches()
-            message = batch[0] if batch else pa.RecordBatch.from_pylist([], self._schema)
+            # One record batch message per group, readable alone with the schema.
             offset = self._sink.tell()
-            self._sink.write(message.serialize())
+            self._stream.write_batch(batch.slice(batch_start, count))
             keys.append(("file", offset, self._sink.tell() - offset, count))
         return keys
 
@@ -501,16 +508,18 @@ class BatchStore:
         with self._lock:
             if self._source is None:
                 self._sink.flush()
+                self._file.flush()
                 self._source = pa.OSFile(str(self.path), mode="r")
             data = self._source.read_at(b, a)
         return pa.Table.from_batches([pa.ipc.read_record_batch(data, self._schema)])
 
     def close(self) -> None:
         self.in_memory = []
-        for handle in (self._sink, self._source):
+        for handle in (self._stream, self._sink, self._file, self._source):
             if handle is not None:
-                handle.close()
-        self._sink = self._source = None
+                with contextlib.suppress(OSError, ValueError):
+                    handle.close()
+        self._stream = self._sink = self._file = self._source = None
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path = None
