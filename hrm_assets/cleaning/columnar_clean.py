@@ -368,7 +368,8 @@ class _Unit:
             _account(file_report, rows)
             return
         if self.store is None:
-            self.store = BatchStore(self.outputs.out_root, self.store_budget)
+            first = self.outputs.out_root / files[int(codes[0])]
+            self.store = BatchStore(first, self.store_budget)
         order = np.argsort(codes, kind="stable")
         grouped = rows.take(pa.array(order))
         lengths = _text_lengths(grouped)
@@ -450,12 +451,14 @@ def _text_lengths(rows: pa.Table) -> np.ndarray:
 class BatchStore:
     """Groups of rows kept for a second pass. A grouped batch stays in memory while the
     store holds less than ``limit`` bytes; beyond, each of its groups is appended to a spill
-    file next to the outputs as one Arrow IPC record batch message, and read back alone (one
-    positioned read into memory, freed once written), so that the second pass holds one
-    output's rows at a time and no mapped file pages."""
+    file (named as a temporary of one of the outputs) as one Arrow IPC record batch message,
+    and read back alone (one positioned read into memory, freed once written), so that the
+    second pass holds one output's rows at a time and no mapped file pages."""
 
-    def __init__(self, folder: Path, limit: int):
-        self.folder = Path(folder)
+    def __init__(self, output: Path, limit: int):
+        # The spill file is named as a temporary of ``output``, so that the next run of the
+        # source removes it if this one dies (hrm_assets.cleaning.leftovers).
+        self.output = Path(output)
         self.limit = limit
         self.held = 0
         self.in_memory: list[pa.Table] = []
@@ -479,8 +482,10 @@ class BatchStore:
         if self._sink is None:
             from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
 
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self.path = create_temporary_file(self.folder, f"{TMP_PREFIX}columnar-spill.")
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            self.path = create_temporary_file(
+                self.output.parent, f"{TMP_PREFIX}{self.output.name}."
+            )
             self._file = pa.OSFile(str(self.path), mode="w")
             self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
             self._schema = table.schema

@@ -262,3 +262,24 @@ def test_cli_prints_a_short_summary_and_the_detail_behind_json(tmp_path, capsys)
     assert detail["rows_written"] == sum(item["rows"] for item in detail["files"].values())
     assert detail["records_per_second"] > 0 and detail["raw_bytes"] > 0
     assert main([*args, "--threads", "0"]) == 2
+
+
+def test_a_spill_file_is_a_leftover_the_next_run_removes(tmp_path, monkeypatch):
+    from hrm_assets.cleaning.leftovers import cleaning_leftovers
+
+    write_flan(tmp_path / "raw", random.Random(4))
+    monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
+    monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", 20_000)
+    spec, out = get_source("flan"), tmp_path / "out"
+    seen = []
+    close = columnar_clean.BatchStore.close
+
+    def close_and_look(store):
+        if store.path is not None:  # what a run killed now would leave
+            seen.append((store.path, store.path in cleaning_leftovers(spec, out)))
+        close(store)
+
+    monkeypatch.setattr(columnar_clean.BatchStore, "close", close_and_look)
+    clean_source(spec, out, tmp_path / "raw", threads=1)
+    assert seen and all(found for _, found in seen)
+    assert not any(path.exists() for path, _ in seen)
