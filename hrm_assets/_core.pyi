@@ -251,6 +251,22 @@ class NgramIndex:
         """For each text, None or ``(set, item, start, end, windows)``: the evaluation item of
         its first matching window, the ``[start, end)`` character span covering every matching
         window, and the number of matching windows. In parallel, without the GIL."""
+    def scan_file(
+        self,
+        path: str | PathLike[str],
+        duplicates: DuplicateIndex | None = None,
+        source: int = 0,
+        batch_rows: int = 8192,
+        max_span_chars: int = 300,
+    ) -> tuple[int, list[tuple[int, int, int, int, int, int, int, str]], list[tuple[int, int]]]:
+        """Both passes over the cleaned file ``path`` (JSONL or Parquet, read by the
+        tokenizer's row reader) in one read, in parallel without the GIL: ``(rows, hits,
+        repeated)``. ``hits``: the rows whose instruction (field 0) or else response (field 1)
+        overlaps the index, as ``(row, field, set, item, start, end, windows, span)`` (``span``
+        the matched text, at most ``max_span_chars`` characters). With ``duplicates`` the rows
+        are recorded there as ``source``, and ``repeated`` holds ``(row, first source)`` of each
+        row seen before. Rows count from 1. ``ValueError`` naming the file, row and field for a
+        bad row; ``OSError`` if the file cannot be read."""
 
 class DuplicateIndex:
     """Exact-duplicate keys seen so far and the source (a number) that first had each."""

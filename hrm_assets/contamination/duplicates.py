@@ -65,7 +65,12 @@ class DuplicateCounter:
         self._duplicates: Counter[str] = Counter()
         self._pairs: Counter[tuple[str, str]] = Counter()
 
-    def _source_id(self, source: str) -> int:
+    @property
+    def index(self):
+        """The Rust core's ``DuplicateIndex`` (``NgramIndex.scan_file`` records rows in it)."""
+        return self._index
+
+    def source_id(self, source: str) -> int:
         if source not in self._ids:
             self._ids[source] = len(self._names)
             self._names.append(source)
@@ -77,7 +82,7 @@ class DuplicateCounter:
         return self.add_keys(source, keys)
 
     def add_keys(self, source: str, keys: list[int]) -> list[bool]:
-        firsts = self._index.add(self._source_id(source), keys)
+        firsts = self._index.add(self.source_id(source), keys)
         self._rows[source] += len(keys)
         repeated = []
         for first in firsts:
@@ -88,6 +93,14 @@ class DuplicateCounter:
             self._duplicates[source] += 1
             self._pairs[(self._names[first], source)] += 1
         return repeated
+
+    def record_file(self, source: str, rows: int, repeated: list[tuple[int, int]]) -> None:
+        """Count a file of ``rows`` rows of ``source`` that ``NgramIndex.scan_file`` recorded in
+        :attr:`index`; ``repeated`` are its ``(row, first source number)``."""
+        self._rows[source] += rows
+        for _, first in repeated:
+            self._duplicates[source] += 1
+            self._pairs[(self._names[first], source)] += 1
 
     def report(self) -> DuplicateReport:
         return DuplicateReport(

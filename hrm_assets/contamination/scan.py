@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -91,60 +91,6 @@ class FileScan:
     duplicate_rows: list[int] = field(default_factory=list)
 
 
-def iter_text_batches(
-    path: Path | str, batch_rows: int = DEFAULT_BATCH_ROWS
-) -> Iterator[tuple[list[str], list[str]]]:
-    """``(instructions, responses)`` of a cleaned JSONL or Parquet file, batch by batch.
-
-    Read with Arrow (JSONL streamed in blocks, Parquet by row groups); a Parquet null is the
-    empty string as data_io reads it. A JSONL file Arrow cannot read, or a row lacking a field
-    or holding a non-string, is read again by the validating reader
-    (``hrm_assets.cleaning.rows``), whose error names the file, row and field.
-    """
-    import pyarrow as pa
-
-    path = Path(path)
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        parquet = pq.ParquetFile(path)
-        missing = [name for name in TEXT_FIELDS if name not in parquet.schema_arrow.names]
-        if missing:
-            from hrm_assets.cleaning.rows import RowError
-
-            raise RowError(path, 0, missing[0], "column missing from the Parquet schema")
-        for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(TEXT_FIELDS)):
-            yield tuple(  # type: ignore[misc]
-                ["" if value is None else value for value in batch.column(name).to_pylist()]
-                for name in TEXT_FIELDS
-            )
-        return
-    if path.suffix != ".jsonl":
-        from hrm_assets.cleaning.rows import RowError
-
-        raise RowError(path, 0, None, f"unsupported file type {path.suffix!r}")
-    import pyarrow.json as pj
-
-    schema = pa.schema([(name, pa.string()) for name in TEXT_FIELDS])
-    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    try:
-        reader = pj.open_json(path, parse_options=options)
-        for batch in reader:
-            columns = [batch.column(name) for name in TEXT_FIELDS]
-            if any(column.null_count for column in columns):
-                raise pa.ArrowInvalid("a null or missing field")
-            for start in range(0, batch.num_rows, batch_rows):
-                yield tuple(  # type: ignore[misc]
-                    column.slice(start, batch_rows).to_pylist() for column in columns
-                )
-    except pa.ArrowInvalid as error:
-        from hrm_assets.cleaning.rows import iter_cleaned_rows
-
-        for _ in iter_cleaned_rows(path):
-            pass  # raises RowError naming the file, row and field
-        raise ValueError(f"{path}: cannot be read as JSONL rows: {error}") from None
-
-
 class Scanner:
     """The evaluation sets' index and the scan of training rows against it."""
 
@@ -192,38 +138,37 @@ class Scanner:
         duplicates: DuplicateCounter | None = None,
         batch_rows: int = DEFAULT_BATCH_ROWS,
     ) -> FileScan:
-        """Scan one cleaned file; with ``duplicates``, its rows are added there too."""
+        """Scan one cleaned file (JSONL or Parquet, read by the Rust core's row reader: a bad
+        row raises ``ValueError`` naming the file, row and field); with ``duplicates``, its rows
+        are recorded there too, in the same read."""
         scan = FileScan(str(path), source, Result(str(path)))
         result = scan.result
+        if duplicates is None:
+            rows, hits, repeated = self.index.scan_file(str(path), None, 0, batch_rows, SHOWN_CHARS)
+        else:
+            rows, hits, repeated = self.index.scan_file(
+                str(path), duplicates.index, duplicates.source_id(source), batch_rows, SHOWN_CHARS
+            )
+            duplicates.record_file(source, rows, repeated)
+            scan.duplicate_rows = [row for row, _ in repeated]
         hits_by_set: Counter[str] = Counter()
-        for instructions, responses in iter_text_batches(path, batch_rows):
-            first_row = result.rows + 1
-            for offset, found in enumerate(self.scan_rows(instructions, responses)):
-                if found is None:
-                    continue
-                field_name, (number, item, start, end, windows) = found
-                loaded = self.eval_sets[number]
-                hits_by_set[loaded.spec.name] += 1
-                scan.hit_rows.append(first_row + offset)
-                if len(result.examples) < self.max_examples:
-                    text = (instructions if field_name == "instruction" else responses)[offset]
-                    result.examples.append(
-                        Example(
-                            row=first_row + offset,
-                            field=field_name,
-                            eval_set=loaded.spec.name,
-                            eval_item=item,
-                            span=text[start:end][:SHOWN_CHARS],
-                            eval_text=loaded.shown(item)[:SHOWN_CHARS],
-                            windows=windows,
-                        )
+        for row, field_number, number, item, _start, _end, windows, span in hits:
+            loaded = self.eval_sets[number]
+            hits_by_set[loaded.spec.name] += 1
+            scan.hit_rows.append(row)
+            if len(result.examples) < self.max_examples:
+                result.examples.append(
+                    Example(
+                        row=row,
+                        field=TEXT_FIELDS[field_number],
+                        eval_set=loaded.spec.name,
+                        eval_item=item,
+                        span=span,
+                        eval_text=loaded.shown(item)[:SHOWN_CHARS],
+                        windows=windows,
                     )
-            if duplicates is not None:
-                repeated = duplicates.add(source, instructions, responses)
-                scan.duplicate_rows.extend(
-                    first_row + offset for offset, dup in enumerate(repeated) if dup
                 )
-            result.rows += len(instructions)
+        result.rows = rows
         result.rows_hit = len(scan.hit_rows)
         result.hits_by_set = dict(sorted(hits_by_set.items()))
         return scan

@@ -19,8 +19,7 @@ import pytest
 from eval_fixtures import ARC_CHALLENGE, ARC_EASY, MMLU, read_jsonl
 
 from hrm_assets import _core
-from hrm_assets.cleaning.rows import RowError
-from hrm_assets.contamination.scan import Report, Scanner, analyze, iter_text_batches
+from hrm_assets.contamination.scan import Report, Scanner, analyze
 
 # The rate of GSM8K train rows hit by MATH test (13-grams), measured on the real rows:
 # docs/CONTAMINATION.md states it. A rise means the normalization or the index changed.
@@ -188,19 +187,23 @@ def test_exact_duplicates_within_and_across_sources(tmp_path, eval_sets):
     assert scans[0].duplicate_rows == []
 
 
-def test_bad_rows_are_named(tmp_path):
+def test_bad_rows_are_named(tmp_path, eval_sets):
+    """The Rust core's row reader (the tokenizer's) names the file, the row and the field."""
+    scanner = Scanner(eval_sets[:1])
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
         json.dumps(row("q", "r")) + "\n" + json.dumps({"condition": "direct", "instruction": "q"})
     )
-    with pytest.raises(RowError, match=r"bad.jsonl: row 2, field 'response': missing"):
-        list(iter_text_batches(bad))
-    parquet = write_parquet(
+    with pytest.raises(ValueError, match=r"bad.jsonl: row 2, field 'response'"):
+        scanner.scan_file(bad, "a")
+    nulls = write_parquet(
         tmp_path / "nulls.parquet", [row("q", "r"), {**row("q", "r"), "response": None}]
     )
-    assert list(iter_text_batches(parquet)) == [(["q", "q"], ["r", ""])]
+    assert scanner.scan_file(nulls, "a").result.rows == 2
     no_column = write_parquet(
         tmp_path / "nocol.parquet", [{"condition": "direct", "instruction": "q"}]
     )
-    with pytest.raises(RowError, match=r"nocol.parquet: row 0, field 'response'"):
-        list(iter_text_batches(no_column))
+    with pytest.raises(ValueError, match=r"nocol.parquet.*response"):
+        scanner.scan_file(no_column, "a")
+    with pytest.raises(ValueError, match=r"rows.csv"):
+        scanner.scan_file(write_jsonl(tmp_path / "rows.csv", []), "a")

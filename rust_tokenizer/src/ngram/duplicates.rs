@@ -6,15 +6,18 @@
 use rayon::prelude::*;
 
 use super::index::KeyMap;
-use super::normalize::{for_each_word, mix64};
+use super::normalize::{for_each_word, mix64, Word};
 
 const SEED: u64 = 0x243f_6a88_85a3_08d3;
 const SEPARATOR: u64 = 0x1319_8a2e_0370_7344;
 
+#[inline]
+fn absorb_word(state: u64, word: &Word) -> u64 {
+    mix64(state ^ word.hash).wrapping_add(SEED)
+}
+
 fn absorb(mut state: u64, text: &str) -> u64 {
-    for_each_word(text, |word| {
-        state = mix64(state ^ word.hash).wrapping_add(SEED)
-    });
+    for_each_word(text, |word| state = absorb_word(state, &word));
     state
 }
 
@@ -22,6 +25,23 @@ fn absorb(mut state: u64, text: &str) -> u64 {
 pub fn row_key(instruction: &str, response: &str) -> u64 {
     let state = absorb(SEED, instruction);
     mix64(absorb(mix64(state ^ SEPARATOR), response))
+}
+
+/// A row's key from words already split (the scan's): [`RowKey::instruction`] then
+/// [`RowKey::response`] give the same value as [`row_key`].
+#[derive(Debug, Clone, Copy)]
+pub struct RowKey(u64);
+
+impl RowKey {
+    /// Start a key with the instruction's words.
+    pub fn instruction(words: &[Word]) -> Self {
+        RowKey(words.iter().fold(SEED, absorb_word))
+    }
+
+    /// Finish it with the response's words.
+    pub fn response(self, words: &[Word]) -> u64 {
+        mix64(words.iter().fold(mix64(self.0 ^ SEPARATOR), absorb_word))
+    }
 }
 
 /// [`row_key`] of every row, in parallel on the current rayon pool.
@@ -71,6 +91,7 @@ impl DuplicateIndex {
 
 #[cfg(test)]
 mod tests {
+    use super::super::normalize::words_into;
     use super::*;
 
     #[test]
@@ -81,6 +102,17 @@ mod tests {
         // The boundary between instruction and response counts.
         assert_ne!(row_key("a b", "c"), row_key("a", "b c"));
         assert_ne!(row_key("", "a"), row_key("a", ""));
+    }
+
+    #[test]
+    fn key_from_words_is_the_key() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        words_into("What is 2 + 2?", &mut a);
+        words_into("Four.", &mut b);
+        assert_eq!(
+            RowKey::instruction(&a).response(&b),
+            row_key("What is 2 + 2?", "Four.")
+        );
     }
 
     #[test]

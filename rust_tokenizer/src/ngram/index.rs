@@ -47,6 +47,42 @@ impl Hasher for KeyHasher {
 
 pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
+/// A one-hash Bloom filter of 2^20 bits (128 KiB, cache-resident) in front of a [`KeyMap`]:
+/// most windows of a training text are in no evaluation set, and a bit test costs less than a
+/// hash-table probe. With tens of thousands of keys about 2-5% of tests pass to the probe.
+struct KeyFilter {
+    bits: Vec<u64>,
+}
+
+const FILTER_BITS_LOG2: u32 = 20;
+
+impl Default for KeyFilter {
+    fn default() -> Self {
+        Self {
+            bits: vec![0; 1 << (FILTER_BITS_LOG2 - 6)],
+        }
+    }
+}
+
+impl KeyFilter {
+    #[inline]
+    fn slot(key: u64) -> (usize, u64) {
+        let bit = key >> (64 - FILTER_BITS_LOG2);
+        ((bit >> 6) as usize, 1u64 << (bit & 63))
+    }
+
+    fn insert(&mut self, key: u64) {
+        let (word, mask) = Self::slot(key);
+        self.bits[word] |= mask;
+    }
+
+    #[inline]
+    fn may_contain(&self, key: u64) -> bool {
+        let (word, mask) = Self::slot(key);
+        self.bits[word] & mask != 0
+    }
+}
+
 /// Where an indexed window came from: an evaluation set and an item in it (first one indexed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Origin {
@@ -75,14 +111,19 @@ pub enum Indexed {
     TooShort(usize),
 }
 
-/// Prefix hashes of a text's words and the powers of `B` they need, reused across texts.
+/// A text's words and their prefix hashes, a buffer reused across texts.
 #[derive(Default)]
-struct Scratch {
+pub struct Scratch {
     words: Vec<Word>,
     prefix: Vec<u64>,
 }
 
 impl Scratch {
+    /// The words of the text loaded last.
+    pub fn words(&self) -> &[Word] {
+        &self.words
+    }
+
     fn load(&mut self, text: &str) {
         words_into(text, &mut self.words);
         self.prefix.clear();
@@ -109,6 +150,11 @@ pub struct NgramIndex {
     map: KeyMap<Origin>,
     /// Distinct lengths (< n) of items indexed whole, ascending.
     short_lengths: Vec<usize>,
+    /// Keys of the first `min_words` words of every item indexed whole: a window is looked up
+    /// at the short lengths only where its head is one of these (two lookups per word).
+    short_heads: KeyFilter,
+    /// Every key of `map`.
+    filter: KeyFilter,
 }
 
 impl NgramIndex {
@@ -136,6 +182,8 @@ impl NgramIndex {
             powers,
             map: KeyMap::default(),
             short_lengths: Vec::new(),
+            short_heads: KeyFilter::default(),
+            filter: KeyFilter::default(),
         })
     }
 
@@ -167,11 +215,15 @@ impl NgramIndex {
             for start in 0..=(words - self.n) {
                 let key = scratch.key(start, self.n, &self.powers);
                 self.map.entry(key).or_insert(origin);
+                self.filter.insert(key);
             }
             Indexed::Windows(words - self.n + 1)
         } else if words >= self.min_words {
             let key = scratch.key(0, words, &self.powers);
             self.map.entry(key).or_insert(origin);
+            self.filter.insert(key);
+            let head = scratch.key(0, self.min_words, &self.powers);
+            self.short_heads.insert(head);
             if let Err(at) = self.short_lengths.binary_search(&words) {
                 self.short_lengths.insert(at, words);
             }
@@ -184,33 +236,62 @@ impl NgramIndex {
     fn scan_loaded(&self, scratch: &Scratch) -> Option<Match> {
         let words = scratch.words.len();
         let mut found: Option<Match> = None;
+        let mut record = |origin: Origin, start: usize, len: usize| {
+            let first = scratch.words[start].start;
+            let last = scratch.words[start + len - 1].end;
+            match &mut found {
+                None => {
+                    found = Some(Match {
+                        origin,
+                        start: first,
+                        end: last,
+                        windows: 1,
+                    })
+                }
+                Some(hit) => {
+                    hit.start = hit.start.min(first);
+                    hit.end = hit.end.max(last);
+                    hit.windows += 1;
+                }
+            }
+        };
+        let short = !self.short_lengths.is_empty();
         for start in 0..words {
             let left = words - start;
-            let lengths = std::iter::once(self.n).chain(self.short_lengths.iter().copied());
-            for len in lengths.filter(|&len| len <= left) {
-                let key = scratch.key(start, len, &self.powers);
-                if let Some(&origin) = self.map.get(&key) {
-                    let first = scratch.words[start].start;
-                    let last = scratch.words[start + len - 1].end;
-                    match &mut found {
-                        None => {
-                            found = Some(Match {
-                                origin,
-                                start: first,
-                                end: last,
-                                windows: 1,
-                            })
-                        }
-                        Some(hit) => {
-                            hit.start = hit.start.min(first);
-                            hit.end = hit.end.max(last);
-                            hit.windows += 1;
-                        }
+            if left < self.min_words {
+                break;
+            }
+            if left >= self.n {
+                let key = scratch.key(start, self.n, &self.powers);
+                if self.filter.may_contain(key) {
+                    if let Some(&origin) = self.map.get(&key) {
+                        record(origin, start, self.n);
+                    }
+                }
+            }
+            if short
+                && self
+                    .short_heads
+                    .may_contain(scratch.key(start, self.min_words, &self.powers))
+            {
+                for &len in self.short_lengths.iter().take_while(|&&len| len <= left) {
+                    let key = scratch.key(start, len, &self.powers);
+                    if !self.filter.may_contain(key) {
+                        continue;
+                    }
+                    if let Some(&origin) = self.map.get(&key) {
+                        record(origin, start, len);
                     }
                 }
             }
         }
         found
+    }
+
+    /// [`NgramIndex::scan`] with a buffer reused across texts.
+    pub fn scan_with(&self, text: &str, scratch: &mut Scratch) -> Option<Match> {
+        scratch.load(text);
+        self.scan_loaded(scratch)
     }
 
     /// The overlap of one text with the index, `None` when no window matches.

@@ -4,9 +4,18 @@
 use pyo3::prelude::*;
 
 use super::errors::to_py_err;
+use std::path::PathBuf;
+
 use crate::ngram::duplicates::{row_keys, DuplicateIndex as CoreDuplicates};
+use crate::ngram::files::scan_file;
 use crate::ngram::index::{Indexed, NgramIndex as CoreIndex, DEFAULT_MIN_WORDS, DEFAULT_N};
 use crate::ngram::normalize;
+
+/// A scan's answer for one text: `(set, item, start, end, windows)` of its overlap, if any.
+type ScanHit = Option<(u32, u32, usize, usize, u32)>;
+
+/// A hit row of a scanned file: `(row, field, set, item, start, end, windows, span)`.
+type FileHit = (u64, u8, u32, u32, usize, usize, u32, String);
 
 /// A hashed word-n-gram index of evaluation items.
 #[pyclass(module = "hrm_assets._core")]
@@ -65,11 +74,7 @@ impl NgramIndex {
     /// For each text, `None` or `(set, item, start, end, windows)`: the evaluation item of its
     /// first matching window, the character span covering every matching window, and how many
     /// windows match. Runs in parallel without the GIL.
-    fn scan(
-        &self,
-        py: Python<'_>,
-        texts: Vec<String>,
-    ) -> Vec<Option<(u32, u32, usize, usize, u32)>> {
+    fn scan(&self, py: Python<'_>, texts: Vec<String>) -> Vec<ScanHit> {
         let inner = &self.inner;
         py.detach(|| {
             inner
@@ -88,6 +93,49 @@ impl NgramIndex {
                 })
                 .collect()
         })
+    }
+
+    /// Both passes over the cleaned file `path` (JSONL or Parquet) in one read, in parallel
+    /// without the GIL: returns `(rows, hits, repeated)`. `hits` are the rows whose instruction
+    /// (field 0) or else response (field 1) overlaps the index, as `(row, field, set, item,
+    /// start, end, windows, span)` (`span`: the matched text, at most `max_span_chars`
+    /// characters). With `duplicates`, the rows are recorded there as `source` and `repeated`
+    /// holds `(row, first source)` of each row seen before. Rows count from 1.
+    #[pyo3(signature = (path, duplicates = None, source = 0, batch_rows = 8192, max_span_chars = 300))]
+    #[allow(clippy::type_complexity)]
+    fn scan_file(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        duplicates: Option<PyRefMut<'_, DuplicateIndex>>,
+        source: u32,
+        batch_rows: usize,
+        max_span_chars: usize,
+    ) -> PyResult<(u64, Vec<FileHit>, Vec<(u64, u32)>)> {
+        let inner = &self.inner;
+        let mut duplicates = duplicates;
+        let dup = duplicates.as_deref_mut().map(|d| &mut d.inner);
+        let outcome = py
+            .detach(|| scan_file(inner, dup, source, &path, batch_rows, max_span_chars))
+            .map_err(|err| to_py_err(py, err))?;
+        let hits = outcome
+            .hits
+            .into_iter()
+            .map(|h| {
+                let m = h.hit;
+                (
+                    h.row,
+                    h.field,
+                    m.origin.set,
+                    m.origin.item,
+                    m.start,
+                    m.end,
+                    m.windows,
+                    h.span,
+                )
+            })
+            .collect();
+        Ok((outcome.rows, hits, outcome.duplicates))
     }
 }
 

@@ -1,0 +1,147 @@
+//! Both passes over a cleaned file in one read: every row's instruction and response scanned
+//! against the index, and its duplicate key recorded, a batch at a time in parallel. The rows
+//! are read by the tokenizer's reader ([`crate::tokenize::read::RowReader`]: JSONL or Parquet,
+//! errors naming the file, row and field).
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::duplicates::{DuplicateIndex, RowKey};
+use super::index::{Match, NgramIndex, Scratch};
+use crate::tokenize::read::RowReader;
+use crate::Result;
+
+/// A row whose instruction (`field` 0) or, failing that, response (`field` 1) overlaps the
+/// index; `span` is the text of the match's span, cut to `max_span_chars` characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowHit {
+    pub row: u64,
+    pub field: u8,
+    pub hit: Match,
+    pub span: String,
+}
+
+/// One file's outcome: its rows, the rows hit, and the rows repeating an earlier row (with the
+/// source that had it first).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FileOutcome {
+    pub rows: u64,
+    pub hits: Vec<RowHit>,
+    pub duplicates: Vec<(u64, u32)>,
+}
+
+fn span_text(text: &str, hit: &Match, max_chars: usize) -> String {
+    text.chars()
+        .skip(hit.start)
+        .take((hit.end - hit.start).min(max_chars))
+        .collect()
+}
+
+/// Scan `path` against `index`; with `duplicates`, record its rows there as `source`.
+pub fn scan_file(
+    index: &NgramIndex,
+    mut duplicates: Option<&mut DuplicateIndex>,
+    source: u32,
+    path: &Path,
+    batch_rows: usize,
+    max_span_chars: usize,
+) -> Result<FileOutcome> {
+    let mut reader = RowReader::open(path, batch_rows)?;
+    let mut outcome = FileOutcome::default();
+    let keyed = duplicates.is_some();
+    while let Some(batch) = reader.next_batch()? {
+        let scanned: Vec<(Option<RowHit>, u64)> = batch
+            .par_iter()
+            .with_min_len(32)
+            .map_init(Scratch::default, |scratch, row| {
+                let mut hit = index
+                    .scan_with(&row.instruction, scratch)
+                    .map(|hit| (0u8, hit, &row.instruction));
+                let partial = keyed.then(|| RowKey::instruction(scratch.words()));
+                let response = index.scan_with(&row.response, scratch);
+                if hit.is_none() {
+                    hit = response.map(|hit| (1u8, hit, &row.response));
+                }
+                let hit = hit.map(|(field, hit, text)| RowHit {
+                    row: row.number,
+                    field,
+                    span: span_text(text, &hit, max_span_chars),
+                    hit,
+                });
+                let key = partial.map_or(0, |partial| partial.response(scratch.words()));
+                (hit, key)
+            })
+            .collect();
+        outcome.rows += batch.len() as u64;
+        if let Some(duplicates) = duplicates.as_deref_mut() {
+            let keys: Vec<u64> = scanned.iter().map(|(_, key)| *key).collect();
+            for (row, first) in batch.iter().zip(duplicates.add(source, &keys)) {
+                if let Some(first) = first {
+                    outcome.duplicates.push((row.number, first));
+                }
+            }
+        }
+        outcome
+            .hits
+            .extend(scanned.into_iter().filter_map(|(hit, _)| hit));
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_read_gives_hits_and_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.jsonl");
+        let question = "Janet's ducks lay 16 eggs per day and she eats three for breakfast";
+        let rows = [
+            ("Tell me a joke.", "No."),
+            (question, "18"),
+            ("tell me a JOKE", "no"),
+            (
+                "Q",
+                "As asked: janet s ducks lay 16 eggs per day and she eats three for it",
+            ),
+        ];
+        let text: String = rows
+            .iter()
+            .map(|(i, r)| {
+                format!(
+                    "{{\"condition\":\"direct\",\"instruction\":{},\"response\":{}}}\n",
+                    serde_json::to_string(i).unwrap(),
+                    serde_json::to_string(r).unwrap()
+                )
+            })
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let mut index = NgramIndex::new(13, 8).unwrap();
+        index.add(2, 5, question);
+        let mut duplicates = DuplicateIndex::new();
+        duplicates.add(
+            9,
+            &[super::super::duplicates::row_key("Tell me a joke", "No")],
+        );
+        let outcome = scan_file(&index, Some(&mut duplicates), 1, &path, 2, 20).unwrap();
+        assert_eq!(outcome.rows, 4);
+        assert_eq!(outcome.duplicates, [(1, 9), (3, 9)]);
+        let found: Vec<(u64, u8, u32)> = outcome
+            .hits
+            .iter()
+            .map(|hit| (hit.row, hit.field, hit.hit.origin.item))
+            .collect();
+        assert_eq!(found, [(2, 0, 5), (4, 1, 5)]);
+        assert_eq!(outcome.hits[0].span, "Janet's ducks lay 16");
+        let missing = dir.path().join("bad.jsonl");
+        std::fs::write(
+            &missing,
+            "{\"condition\":\"direct\",\"instruction\":\"q\"}\n",
+        )
+        .unwrap();
+        let error = scan_file(&index, None, 0, &missing, 8, 20).unwrap_err();
+        assert!(error.to_string().contains("bad.jsonl"), "{error}");
+    }
+}
