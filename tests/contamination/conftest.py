@@ -8,8 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
-from eval_fixtures import ARC_CHALLENGE, ARC_EASY, MATH_TYPES, MMLU, read_jsonl, write_parquet
 
+from contamination.eval_fixtures import (
+    ARC_CHALLENGE,
+    ARC_EASY,
+    MATH_TYPES,
+    MMLU,
+    read_jsonl,
+    write_parquet,
+)
 from hrm_assets.contamination.evalsets import MATH_SUBJECTS
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import dagster as dg
-from eval_fixtures import ARC_EASY, read_jsonl
 
+from contamination.eval_fixtures import ARC_EASY, read_jsonl
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.eval import defs as eval_defs
 from hrm_assets.defs.eval.assets import CONTAMINATION_KEY, EVAL_ASSETS

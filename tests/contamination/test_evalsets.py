@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from eval_fixtures import ARC_CHALLENGE, MMLU, write_parquet
 
+from contamination.eval_fixtures import ARC_CHALLENGE, MMLU, write_parquet
 from hrm_assets.contamination.evalsets import (
     BUILT_IN,
     EvalSetError,

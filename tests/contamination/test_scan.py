@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from eval_fixtures import ARC_CHALLENGE, ARC_EASY, MMLU, read_jsonl
 
+from contamination.eval_fixtures import ARC_CHALLENGE, ARC_EASY, MMLU, read_jsonl
 from hrm_assets import _core
 from hrm_assets.contamination.scan import Report, Scanner, analyze
 
