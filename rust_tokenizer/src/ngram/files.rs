@@ -50,29 +50,36 @@ pub fn scan_file(
     let mut reader = RowReader::open(path, batch_rows)?;
     let mut outcome = FileOutcome::default();
     let keyed = duplicates.is_some();
-    while let Some(batch) = reader.next_batch()? {
-        let scanned: Vec<(Option<RowHit>, u64)> = batch
-            .par_iter()
-            .with_min_len(32)
-            .map_init(Scratch::default, |scratch, row| {
-                let mut hit = index
-                    .scan_with(&row.instruction, scratch)
-                    .map(|hit| (0u8, hit, &row.instruction));
-                let partial = keyed.then(|| RowKey::instruction(scratch.words()));
-                let response = index.scan_with(&row.response, scratch);
-                if hit.is_none() {
-                    hit = response.map(|hit| (1u8, hit, &row.response));
-                }
-                let hit = hit.map(|(field, hit, text)| RowHit {
-                    row: row.number,
-                    field,
-                    span: span_text(text, &hit, max_span_chars),
-                    hit,
-                });
-                let key = partial.map_or(0, |partial| partial.response(scratch.words()));
-                (hit, key)
-            })
-            .collect();
+    // The next batch is read while this one is scanned (rayon::join), so reading, which is
+    // sequential, overlaps the parallel scan.
+    let mut current = reader.next_batch()?;
+    while let Some(batch) = current {
+        let scan_batch = || -> Vec<(Option<RowHit>, u64)> {
+            batch
+                .par_iter()
+                .with_min_len(32)
+                .map_init(Scratch::default, |scratch, row| {
+                    let mut hit = index
+                        .scan_with(&row.instruction, scratch)
+                        .map(|hit| (0u8, hit, &row.instruction));
+                    let partial = keyed.then(|| RowKey::instruction(scratch.words()));
+                    let response = index.scan_with(&row.response, scratch);
+                    if hit.is_none() {
+                        hit = response.map(|hit| (1u8, hit, &row.response));
+                    }
+                    let hit = hit.map(|(field, hit, text)| RowHit {
+                        row: row.number,
+                        field,
+                        span: span_text(text, &hit, max_span_chars),
+                        hit,
+                    });
+                    let key = partial.map_or(0, |partial| partial.response(scratch.words()));
+                    (hit, key)
+                })
+                .collect()
+        };
+        let (scanned, next) = rayon::join(scan_batch, || reader.next_batch());
+        current = next?;
         outcome.rows += batch.len() as u64;
         if let Some(duplicates) = duplicates.as_deref_mut() {
             let keys: Vec<u64> = scanned.iter().map(|(_, key)| *key).collect();
