@@ -23,7 +23,9 @@ Stages, each on generated data, each at three sizes (its scale curve):
 - ``object_storage``: tokenization and sampling with every root in a bucket of an
   S3-compatible server on loopback against the same on local disk, and the bytes on the wire;
   one large file read by the Rust core's ``object_store`` against s3fs
-  (``bench/object_storage.py``; one size).
+  (``bench/object_storage.py``; one size);
+- ``contamination``: the n-gram contamination and duplicate passes against tokenization of the
+  same cleaned files, in the same run (``bench/contamination.py``).
 
 ``--size`` scales the data: ``small`` (factor 1, the default: a few minutes on 2 cores),
 ``medium`` (4), ``large`` (10), ``tiny`` (0.01, a smoke run) or any positive factor;
@@ -70,6 +72,7 @@ STAGE_NAMES = (
     "corpus_shape",
     "export",
     "object_storage",
+    "contamination",
 )
 Log = Callable[[str], None]
 
@@ -748,6 +751,12 @@ def cleaning_speed_stage(p: Plan, work_dir: Path | None, log: Log) -> StageRepor
     return stage_report(p.factor, work_dir, log)
 
 
+def contamination_stage(p: Plan, work_dir: Path | None, log: Log) -> StageReport:
+    from bench.contamination import stage_report
+
+    return stage_report(p.factor, work_dir, log)
+
+
 STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
     "tokenization": tokenization_stage,
     "sampling": sampling_stage,
@@ -757,6 +766,7 @@ STAGES: dict[str, Callable[[Plan, Path | None, Log], StageReport]] = {
     "corpus_shape": corpus_shape_stage,
     "export": export_stage,
     "object_storage": object_storage_stage,
+    "contamination": contamination_stage,
 }
 TITLES = {
     "tokenization": "Tokenization",
@@ -767,6 +777,7 @@ TITLES = {
     "corpus_shape": "Corpus shape",
     "export": "Export (Megatron, packed)",
     "object_storage": "Object storage (S3 against local disk)",
+    "contamination": "Contamination and duplicates",
 }
 
 
