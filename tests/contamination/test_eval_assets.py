@@ -69,3 +69,36 @@ def test_eval_assets_contamination_and_checks(tmp_path, monkeypatch, eval_mirror
     assert hit.metadata["rows_hit"].value == 2 and hit.metadata["duplicate_rows"].value == 1
     assert evaluations["math_train"].passed
     assert CONTAMINATION_KEY in {key for a in eval_defs.assets for key in a.keys}
+
+
+def test_adopted_cleaned_roots_are_scanned(tmp_path, monkeypatch, eval_mirror, eval_sets):
+    """With HRM_ADOPT_CLEANED the adopted roots are the cleaned corpus; a missing cleaned root
+    is named."""
+    from hrm_assets.contamination.evalsets import write_eval_set
+    from hrm_assets.defs.eval.assets import contamination
+
+    adopted = tmp_path / "adopted"
+    question = eval_sets[0].texts["question"][3]
+    write_rows(adopted / "gsm8k_train.jsonl", [row(question, "x"), row("Hello there.", "Hi.")])
+    paths = DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+        adopted_cleaned=str(adopted),
+    )
+    for loaded in eval_sets:
+        write_eval_set(loaded, paths.root / "eval" / f"{loaded.spec.name}.jsonl")
+    result = dg.materialize([contamination], resources={"data_paths": paths})
+    metadata = result.asset_materializations_for_node("eval__contamination")[0].metadata
+    sources = {r.data["source"]: r.data for r in metadata["sources"].value.records}
+    assert (sources["gsm8k_train"]["rows"], sources["gsm8k_train"]["rows_hit"]) == (2, 1)
+
+    bare = DataPaths(
+        data_root=str(tmp_path / "empty"), prefix_config_path=str(tmp_path / "prefix_config.yaml")
+    )
+    for loaded in eval_sets:
+        write_eval_set(loaded, bare.root / "eval" / f"{loaded.spec.name}.jsonl")
+    failed = dg.materialize([contamination], resources={"data_paths": bare}, raise_on_error=False)
+    assert not failed.success
+    assert "does not exist: materialize cleaned/* first" in str(
+        failed.get_step_failure_events()[0].event_specific_data.error
+    )

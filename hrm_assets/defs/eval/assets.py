@@ -74,11 +74,21 @@ def build_eval_asset(spec: EvalSetSpec) -> dg.AssetsDefinition:
 
 
 def _cleaned_files(data_paths: DataPaths) -> dict[str, list[Path]]:
-    from hrm_assets.tokenization.partitioning import files_of_source
+    """Each source's cleaned files: in the adopted cleaned roots when there are some
+    (``HRM_ADOPT_CLEANED``), else in the cleaned root; in safe-name order."""
+    from hrm_assets.common.layout import scan_cleaned_files
+    from hrm_assets.tokenization.partitioning import files_by_source
 
-    root = data_paths.cleaned_root
+    roots = data_paths.adopted_cleaned_roots or [data_paths.cleaned_root]
+    missing = [str(root) for root in roots if not root.is_dir()]
+    if missing:
+        raise FileNotFoundError(
+            f"cleaned root {', '.join(missing)} does not exist: materialize cleaned/* first"
+        )
+    found = files_by_source(SOURCES.values(), scan_cleaned_files(roots))
     return {
-        name: [item.path for item in files_of_source(spec, root)] for name, spec in SOURCES.items()
+        name: [item.path for item in sorted(items, key=lambda item: item.safe_name)]
+        for name, items in found.items()
     }
 
 
