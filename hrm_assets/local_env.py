@@ -88,9 +88,38 @@ def apply_env_file(folder: Path | None = None) -> None:
     os.environ.update(read_env_file(Path.cwd() if folder is None else folder))
 
 
+def instance_home_problem() -> str | None:
+    """One line when ``$DAGSTER_HOME`` cannot hold the instance our commands record into (unset,
+    or not a folder), else None."""
+    value = os.environ.get("DAGSTER_HOME")
+    if not value:
+        return (
+            "DAGSTER_HOME is not set: run this in the repository (its .env sets it) or export "
+            "DAGSTER_HOME=<the folder of your Dagster instance>"
+        )
+    if not Path(value).is_dir():
+        return (
+            f"DAGSTER_HOME={value} is not a folder: create it (mkdir -p) or export the folder "
+            "of your Dagster instance"
+        )
+    return None
+
+
+def instance_command_problem() -> str | None:
+    """What stops a command that opens the Dagster instance before it starts, as one line."""
+    apply_env_file()
+    return settings.root_setting_problem() or instance_home_problem()
+
+
+def _refused(prog: str, problem: str) -> int:
+    print(f"{prog}: error: {problem}", file=sys.stderr)
+    return 2
+
+
 def partition_range_main(argv: Sequence[str] | None = None) -> int:
     """``hrm-partition-range``: the same ``.env`` as the ``dagster`` command it feeds."""
-    apply_env_file()
+    if problem := instance_command_problem():
+        return _refused("hrm-partition-range", problem)
     from hrm_assets.defs.tokenized.partition_range import main
 
     return main(argv)
@@ -98,7 +127,8 @@ def partition_range_main(argv: Sequence[str] | None = None) -> int:
 
 def materialize_tokenized_main(argv: Sequence[str] | None = None) -> int:
     """``hrm-materialize-tokenized``: the same ``.env`` as the ``dagster`` command."""
-    apply_env_file()
+    if problem := instance_command_problem():
+        return _refused("hrm-materialize-tokenized", problem)
     from hrm_assets.defs.tokenized.materialize_all import main
 
     return main(argv)
@@ -106,7 +136,8 @@ def materialize_tokenized_main(argv: Sequence[str] | None = None) -> int:
 
 def adopt_main(argv: Sequence[str] | None = None) -> int:
     """``python -m hrm_assets.adoption``: the same ``.env`` as the ``dagster`` commands."""
-    apply_env_file()
+    if problem := instance_command_problem():
+        return _refused("python -m hrm_assets.adoption", problem)
     from hrm_assets.defs.cleaned.adopt_command import main
 
     return main(argv)

@@ -35,6 +35,34 @@ METADATA_FILE = "metadata.json"
 TOKENS_FILE = "tokens.npy"
 
 
+# Roots a user sets in the environment; a local one may not exist yet (it is created), but it
+# may never be a file.
+ROOT_VARIABLES = (
+    DATA_ROOT_ENV,
+    RAW_ROOT_ENV,
+    CLEANED_ROOT_ENV,
+    TOKENIZER_ROOT_ENV,
+    TOKENIZED_ROOT_ENV,
+    CACHE_DIR_ENV,
+)
+
+
+def root_setting_problem() -> str | None:
+    """One line naming the first root variable that names an existing file instead of a
+    folder, or None when every root set is a folder, a URL or not yet created."""
+    for variable in ROOT_VARIABLES:
+        value = os.environ.get(variable)
+        if not value or is_url(value):
+            continue
+        path = Path(value)
+        if path.exists() and not path.is_dir():
+            return (
+                f"{variable}={value} names a file, not a folder: point it at a folder "
+                "(created when missing) or an s3:// URL"
+            )
+    return None
+
+
 def data_root() -> Path:
     """Local root of every output: ``$HRM_DATA_ROOT``, default ``./data``. When
     ``$HRM_DATA_ROOT`` is a URL, what stays local (sampled epochs of a node without an

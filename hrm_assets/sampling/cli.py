@@ -305,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(argument in ("-h", "--help") for argument in arguments):
         sys.stdout.write(USAGE)
         return 0
+    if problem := settings.root_setting_problem():
+        return _fail(problem, 2)
     try:
         values = parse_values(arguments)
     except (UsageError, ValueError) as exc:
