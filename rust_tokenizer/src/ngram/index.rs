@@ -47,14 +47,16 @@ impl Hasher for KeyHasher {
 
 pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
-/// A one-hash Bloom filter of 2^20 bits (128 KiB, cache-resident) in front of a [`KeyMap`]:
-/// most windows of a training text are in no evaluation set, and a bit test costs less than a
-/// hash-table probe. With tens of thousands of keys about 2-5% of tests pass to the probe.
+/// A one-hash Bloom filter of 2^24 bits (2 MiB) in front of a [`KeyMap`]: most windows of a
+/// training text are in no evaluation set, and a bit test costs less than a probe of a table
+/// of hundreds of thousands of keys (GSM8K and MATH test, questions and solutions: about
+/// 570,000 windows, of which about 3% of the filter's bits are set: 3% of tests reach the
+/// table).
 struct KeyFilter {
     bits: Vec<u64>,
 }
 
-const FILTER_BITS_LOG2: u32 = 20;
+const FILTER_BITS_LOG2: u32 = 24;
 
 impl Default for KeyFilter {
     fn default() -> Self {
