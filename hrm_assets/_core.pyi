@@ -268,6 +268,21 @@ class NgramIndex:
         row seen before. Rows count from 1. ``ValueError`` naming the file, row and field for a
         bad row; ``OSError`` if the file cannot be read."""
 
+    def scan_files(
+        self,
+        paths: list[str | PathLike[str]],
+        sources: list[int],
+        duplicates: DuplicateIndex | None = None,
+        batch_rows: int = 8192,
+        max_span_chars: int = 300,
+    ) -> list[
+        tuple[int, list[tuple[int, int, int, int, int, int, int, str]], list[tuple[int, int]]]
+    ]:
+        """``scan_file`` of each of ``paths`` (``sources[i]`` being the source of
+        ``paths[i]``), files in parallel; rows are recorded in ``duplicates`` in the order of
+        ``paths``, as one file after the other would record them. The first file that fails,
+        in that order, raises; ``ValueError`` if the lists differ in length."""
+
 class DuplicateIndex:
     """Exact-duplicate keys seen so far and the source (a number) that first had each."""
 

@@ -25,6 +25,9 @@ DEFAULT_MIN_WORDS = 8
 DEFAULT_BATCH_ROWS = 8192
 MAX_EXAMPLES = 5
 SHOWN_CHARS = 300
+FILES_PER_CALL = 16
+"""Files scanned in parallel by one call to the Rust core (their duplicate keys are held until
+the call ends: 16 bytes per row)."""
 TEXT_FIELDS = ("instruction", "response")
 
 
@@ -131,24 +134,12 @@ class Scanner:
                 out.append(None)
         return out
 
-    def scan_file(
-        self,
-        path: Path | str,
-        source: str,
-        duplicates: DuplicateCounter | None = None,
-        batch_rows: int = DEFAULT_BATCH_ROWS,
-    ) -> FileScan:
-        """Scan one cleaned file (JSONL or Parquet, read by the Rust core's row reader: a bad
-        row raises ``ValueError`` naming the file, row and field); with ``duplicates``, its rows
-        are recorded there too, in the same read."""
+    def _file_scan(self, path, source: str, scanned, duplicates) -> FileScan:
+        """A :class:`FileScan` from the Rust core's ``(rows, hits, repeated)``."""
+        rows, hits, repeated = scanned
         scan = FileScan(str(path), source, Result(str(path)))
         result = scan.result
-        if duplicates is None:
-            rows, hits, repeated = self.index.scan_file(str(path), None, 0, batch_rows, SHOWN_CHARS)
-        else:
-            rows, hits, repeated = self.index.scan_file(
-                str(path), duplicates.index, duplicates.source_id(source), batch_rows, SHOWN_CHARS
-            )
+        if duplicates is not None:
             duplicates.record_file(source, rows, repeated)
             scan.duplicate_rows = [row for row, _ in repeated]
         hits_by_set: Counter[str] = Counter()
@@ -172,6 +163,39 @@ class Scanner:
         result.rows_hit = len(scan.hit_rows)
         result.hits_by_set = dict(sorted(hits_by_set.items()))
         return scan
+
+    def scan_file(
+        self,
+        path: Path | str,
+        source: str,
+        duplicates: DuplicateCounter | None = None,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+    ) -> FileScan:
+        """Scan one cleaned file (JSONL or Parquet, read by the Rust core's row reader: a bad
+        row raises ``ValueError`` naming the file, row and field); with ``duplicates``, its rows
+        are recorded there too, in the same read."""
+        return self.scan_files([(path, source)], duplicates, batch_rows)[0]
+
+    def scan_files(
+        self,
+        files: Sequence[tuple[Path | str, str]],
+        duplicates: DuplicateCounter | None = None,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+    ) -> list[FileScan]:
+        """:meth:`scan_file` of each ``(path, source)``, files in parallel in the Rust core;
+        duplicates are recorded in the order of ``files``."""
+        paths = [str(path) for path, _ in files]
+        if duplicates is None:
+            sources = [0] * len(files)
+            index = None
+        else:
+            sources = [duplicates.source_id(source) for _, source in files]
+            index = duplicates.index
+        scanned = self.index.scan_files(paths, sources, index, batch_rows, SHOWN_CHARS)
+        return [
+            self._file_scan(path, source, one, duplicates)
+            for (path, source), one in zip(files, scanned, strict=True)
+        ]
 
 
 @dataclass
@@ -230,12 +254,19 @@ def analyze(
     duplicates = DuplicateCounter() if dedup else None
     scans: list[FileScan] = []
     sources: dict[str, Result] = {}
-    for source, files in files_by_source.items():
+    ordered = [
+        (path, source)
+        for source, files in files_by_source.items()
+        for path in sorted(files, key=lambda p: Path(p).name)
+    ]
+    for start in range(0, len(ordered), FILES_PER_CALL):
+        chunk = ordered[start : start + FILES_PER_CALL]
+        scans.extend(scanner.scan_files(chunk, duplicates, batch_rows))
+    for source in files_by_source:
         total = Result(source)
-        for path in sorted(files, key=lambda p: Path(p).name):
-            scan = scanner.scan_file(path, source, duplicates, batch_rows)
-            scans.append(scan)
-            total.merge(scan.result)
+        for scan in scans:
+            if scan.source == source:
+                total.merge(scan.result)
         total.hits_by_set = dict(sorted(total.hits_by_set.items()))
         sources[source] = total
     report = Report(

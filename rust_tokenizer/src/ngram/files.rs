@@ -38,18 +38,80 @@ fn span_text(text: &str, hit: &Match, max_chars: usize) -> String {
         .collect()
 }
 
+/// A file's outcome before its duplicate keys are recorded: `(row, key)` of every row when
+/// keyed.
+type Scanned = (FileOutcome, Vec<(u64, u64)>);
+
+/// Record `keys` of `source` in `duplicates` (in row order), filling `outcome.duplicates`.
+fn record_keys(
+    outcome: &mut FileOutcome,
+    keys: &[(u64, u64)],
+    duplicates: &mut DuplicateIndex,
+    source: u32,
+) {
+    let values: Vec<u64> = keys.iter().map(|(_, key)| *key).collect();
+    for ((row, _), first) in keys.iter().zip(duplicates.add(source, &values)) {
+        if let Some(first) = first {
+            outcome.duplicates.push((*row, first));
+        }
+    }
+}
+
 /// Scan `path` against `index`; with `duplicates`, record its rows there as `source`.
 pub fn scan_file(
     index: &NgramIndex,
-    mut duplicates: Option<&mut DuplicateIndex>,
+    duplicates: Option<&mut DuplicateIndex>,
     source: u32,
     path: &Path,
     batch_rows: usize,
     max_span_chars: usize,
 ) -> Result<FileOutcome> {
+    let keyed = duplicates.is_some();
+    let (mut outcome, keys) = read_and_scan(index, keyed, path, batch_rows, max_span_chars)?;
+    if let Some(duplicates) = duplicates {
+        record_keys(&mut outcome, &keys, duplicates, source);
+    }
+    Ok(outcome)
+}
+
+/// [`scan_file`] of each `(path, source)`, files in parallel (and the rows of each); the
+/// duplicate keys are recorded afterwards in the order of `files`, so the first copy of a row
+/// is the same as with one file after the other. The first file that fails (in that order)
+/// is the error.
+pub fn scan_files(
+    index: &NgramIndex,
+    mut duplicates: Option<&mut DuplicateIndex>,
+    files: &[(std::path::PathBuf, u32)],
+    batch_rows: usize,
+    max_span_chars: usize,
+) -> Result<Vec<FileOutcome>> {
+    let keyed = duplicates.is_some();
+    let scanned: Vec<Result<Scanned>> = files
+        .par_iter()
+        .with_max_len(1)
+        .map(|(path, _)| read_and_scan(index, keyed, path, batch_rows, max_span_chars))
+        .collect();
+    let mut outcomes = Vec::with_capacity(files.len());
+    for (result, (_, source)) in scanned.into_iter().zip(files) {
+        let (mut outcome, keys) = result?;
+        if let Some(duplicates) = duplicates.as_deref_mut() {
+            record_keys(&mut outcome, &keys, duplicates, *source);
+        }
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+fn read_and_scan(
+    index: &NgramIndex,
+    keyed: bool,
+    path: &Path,
+    batch_rows: usize,
+    max_span_chars: usize,
+) -> Result<Scanned> {
     let mut reader = RowReader::open(path, batch_rows)?;
     let mut outcome = FileOutcome::default();
-    let keyed = duplicates.is_some();
+    let mut keys = Vec::new();
     // The next batch is read while this one is scanned (rayon::join), so reading, which is
     // sequential, overlaps the parallel scan.
     let mut current = reader.next_batch()?;
@@ -81,19 +143,19 @@ pub fn scan_file(
         let (scanned, next) = rayon::join(scan_batch, || reader.next_batch());
         current = next?;
         outcome.rows += batch.len() as u64;
-        if let Some(duplicates) = duplicates.as_deref_mut() {
-            let keys: Vec<u64> = scanned.iter().map(|(_, key)| *key).collect();
-            for (row, first) in batch.iter().zip(duplicates.add(source, &keys)) {
-                if let Some(first) = first {
-                    outcome.duplicates.push((row.number, first));
-                }
-            }
+        if keyed {
+            keys.extend(
+                batch
+                    .iter()
+                    .zip(&scanned)
+                    .map(|(row, (_, key))| (row.number, *key)),
+            );
         }
         outcome
             .hits
             .extend(scanned.into_iter().filter_map(|(hit, _)| hit));
     }
-    Ok(outcome)
+    Ok((outcome, keys))
 }
 
 #[cfg(test)]
@@ -142,6 +204,13 @@ mod tests {
             .collect();
         assert_eq!(found, [(2, 0, 5), (4, 1, 5)]);
         assert_eq!(outcome.hits[0].span, "Janet's ducks lay 16");
+        // The same file twice, in parallel: the second copy repeats every row of the first.
+        let mut again = DuplicateIndex::new();
+        let both = [(path.clone(), 0), (path.clone(), 1)];
+        let outcomes = scan_files(&index, Some(&mut again), &both, 2, 20).unwrap();
+        assert_eq!(outcomes[0].duplicates, [(3, 0)]);
+        assert_eq!(outcomes[1].duplicates, [(1, 0), (2, 0), (3, 0), (4, 0)]);
+        assert_eq!(outcomes[1].hits, outcome.hits);
         let missing = dir.path().join("bad.jsonl");
         std::fs::write(
             &missing,
@@ -149,6 +218,9 @@ mod tests {
         )
         .unwrap();
         let error = scan_file(&index, None, 0, &missing, 8, 20).unwrap_err();
+        assert!(error.to_string().contains("bad.jsonl"), "{error}");
+        let files = [(path.clone(), 0), (missing.clone(), 0)];
+        let error = scan_files(&index, None, &files, 8, 20).unwrap_err();
         assert!(error.to_string().contains("bad.jsonl"), "{error}");
     }
 }

@@ -7,7 +7,7 @@ use super::errors::to_py_err;
 use std::path::PathBuf;
 
 use crate::ngram::duplicates::{row_keys, DuplicateIndex as CoreDuplicates};
-use crate::ngram::files::scan_file;
+use crate::ngram::files::{scan_file, scan_files, FileOutcome};
 use crate::ngram::index::{Indexed, NgramIndex as CoreIndex, DEFAULT_MIN_WORDS, DEFAULT_N};
 use crate::ngram::normalize;
 
@@ -16,6 +16,30 @@ type ScanHit = Option<(u32, u32, usize, usize, u32)>;
 
 /// A hit row of a scanned file: `(row, field, set, item, start, end, windows, span)`.
 type FileHit = (u64, u8, u32, u32, usize, usize, u32, String);
+/// A scanned file for Python: `(rows, hits, repeated)`.
+type FileResult = (u64, Vec<FileHit>, Vec<(u64, u32)>);
+
+fn file_result(outcome: FileOutcome) -> FileResult {
+    let hits = outcome
+        .hits
+        .into_iter()
+        .map(|h| {
+            let m = h.hit;
+            let origin = m.origin;
+            (
+                h.row,
+                h.field,
+                origin.set,
+                origin.item,
+                m.start,
+                m.end,
+                m.windows,
+                h.span,
+            )
+        })
+        .collect();
+    (outcome.rows, hits, outcome.duplicates)
+}
 
 /// A hashed word-n-gram index of evaluation items.
 #[pyclass(module = "hrm_assets._core")]
@@ -111,31 +135,45 @@ impl NgramIndex {
         source: u32,
         batch_rows: usize,
         max_span_chars: usize,
-    ) -> PyResult<(u64, Vec<FileHit>, Vec<(u64, u32)>)> {
+    ) -> PyResult<FileResult> {
         let inner = &self.inner;
         let mut duplicates = duplicates;
         let dup = duplicates.as_deref_mut().map(|d| &mut d.inner);
         let outcome = py
             .detach(|| scan_file(inner, dup, source, &path, batch_rows, max_span_chars))
             .map_err(|err| to_py_err(py, err))?;
-        let hits = outcome
-            .hits
-            .into_iter()
-            .map(|h| {
-                let m = h.hit;
-                (
-                    h.row,
-                    h.field,
-                    m.origin.set,
-                    m.origin.item,
-                    m.start,
-                    m.end,
-                    m.windows,
-                    h.span,
-                )
-            })
-            .collect();
-        Ok((outcome.rows, hits, outcome.duplicates))
+        Ok(file_result(outcome))
+    }
+
+    /// [`NgramIndex.scan_file`] of each of `paths` (the source of `paths[i]` being
+    /// `sources[i]`), files in parallel; the rows are recorded in `duplicates` in the order of
+    /// `paths`, as one file after the other would record them. The first file that fails, in
+    /// that order, raises.
+    #[pyo3(signature = (paths, sources, duplicates = None, batch_rows = 8192, max_span_chars = 300))]
+    fn scan_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        sources: Vec<u32>,
+        duplicates: Option<PyRefMut<'_, DuplicateIndex>>,
+        batch_rows: usize,
+        max_span_chars: usize,
+    ) -> PyResult<Vec<FileResult>> {
+        if paths.len() != sources.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{} paths but {} sources",
+                paths.len(),
+                sources.len()
+            )));
+        }
+        let files: Vec<(PathBuf, u32)> = paths.into_iter().zip(sources).collect();
+        let inner = &self.inner;
+        let mut duplicates = duplicates;
+        let dup = duplicates.as_deref_mut().map(|d| &mut d.inner);
+        let outcomes = py
+            .detach(|| scan_files(inner, dup, &files, batch_rows, max_span_chars))
+            .map_err(|err| to_py_err(py, err))?;
+        Ok(outcomes.into_iter().map(file_result).collect())
     }
 }
 
