@@ -47,40 +47,41 @@ impl Hasher for KeyHasher {
 
 pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
-/// A one-hash Bloom filter of 2^24 bits (2 MiB) in front of a [`KeyMap`]: most windows of a
-/// training text are in no evaluation set, and a bit test costs less than a probe of a table
-/// of hundreds of thousands of keys (GSM8K and MATH test, questions and solutions: about
-/// 570,000 windows, of which about 3% of the filter's bits are set: 3% of tests reach the
-/// table).
+/// A one-hash Bloom filter in front of a [`KeyMap`]: most windows of a training text are in no
+/// evaluation set, and a bit test costs less than a probe of a table of hundreds of thousands
+/// of keys. The windows' filter has 2^24 bits (2 MiB; GSM8K and MATH test, questions and
+/// solutions, are about 570,000 windows, setting about 3% of the bits, so 3% of tests reach
+/// the table); the heads of items indexed whole (a few hundred) have 2^16 bits (8 KiB).
 struct KeyFilter {
     bits: Vec<u64>,
+    shift: u32,
 }
 
-const FILTER_BITS_LOG2: u32 = 24;
-
-impl Default for KeyFilter {
-    fn default() -> Self {
-        Self {
-            bits: vec![0; 1 << (FILTER_BITS_LOG2 - 6)],
-        }
-    }
-}
+const WINDOW_FILTER_BITS_LOG2: u32 = 24;
+const HEAD_FILTER_BITS_LOG2: u32 = 16;
 
 impl KeyFilter {
+    fn with_bits(log2: u32) -> Self {
+        Self {
+            bits: vec![0; 1 << (log2 - 6)],
+            shift: 64 - log2,
+        }
+    }
+
     #[inline]
-    fn slot(key: u64) -> (usize, u64) {
-        let bit = key >> (64 - FILTER_BITS_LOG2);
+    fn slot(&self, key: u64) -> (usize, u64) {
+        let bit = key >> self.shift;
         ((bit >> 6) as usize, 1u64 << (bit & 63))
     }
 
     fn insert(&mut self, key: u64) {
-        let (word, mask) = Self::slot(key);
+        let (word, mask) = self.slot(key);
         self.bits[word] |= mask;
     }
 
     #[inline]
     fn may_contain(&self, key: u64) -> bool {
-        let (word, mask) = Self::slot(key);
+        let (word, mask) = self.slot(key);
         self.bits[word] & mask != 0
     }
 }
@@ -184,8 +185,8 @@ impl NgramIndex {
             powers,
             map: KeyMap::default(),
             short_lengths: Vec::new(),
-            short_heads: KeyFilter::default(),
-            filter: KeyFilter::default(),
+            short_heads: KeyFilter::with_bits(HEAD_FILTER_BITS_LOG2),
+            filter: KeyFilter::with_bits(WINDOW_FILTER_BITS_LOG2),
         })
     }
 
