@@ -129,6 +129,11 @@ def test_every_asset_check_ran_and_passed_on_the_demo(graph):
         ).get(check_key)
         assert record is not None, f"{check_key.to_user_string()} never ran"
         evaluation = record.event.dagster_event.event_specific_data
+        if check_key.name == "contamination":
+            # The demo has no evaluation sets (they come from the Hub): each source says so.
+            assert evaluation.metadata["checked"].value is False
+            assert evaluation.severity == dg.AssetCheckSeverity.WARN
+            continue
         assert evaluation.passed, f"{check_key.to_user_string()}: {evaluation.metadata}"
 
 
