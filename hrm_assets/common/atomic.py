@@ -130,7 +130,7 @@ class AtomicGroup:
         pending, self._pending = self._pending, []
         try:
             with ThreadPoolExecutor(max_workers=self._threads) as pool:
-                list(pool.map(_fsync_file, [tmp for tmp, _ in pending]))
+                list(pool.map(fsync_file, [tmp for tmp, _ in pending]))
             for tmp, path in pending:
                 os.replace(tmp, path)
         except BaseException:
@@ -146,7 +146,8 @@ class AtomicGroup:
             tmp.unlink(missing_ok=True)
 
 
-def _fsync_file(path: Path) -> None:
+def fsync_file(path: Path) -> None:
+    """Write a file's data and metadata to disk (its name needs its folder's fsync too)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

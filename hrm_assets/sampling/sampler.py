@@ -62,6 +62,7 @@ from hrm_assets.common.atomic import (
     TMP_PREFIX,
     atomic_directory,
     exclusive_lock,
+    fsync_file,
     lock_path_for,
     remove_leftovers,
 )
@@ -545,14 +546,6 @@ def _read_span_table_by_task(
 
 
 # --------------------------------------------------------------------------- writing outputs
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -1080,7 +1073,7 @@ def _sample_snapshot(
             )
             metadata_bytes = metadata.model_dump_json().encode("utf-8")
             (staged / METADATA_FILE).write_bytes(metadata_bytes)
-            _fsync_file(staged / METADATA_FILE)
+            fsync_file(staged / METADATA_FILE)
             # HRM-Text reads it (the token dtype comes from its vocab_size): listed too.
             entries[METADATA_FILE] = {
                 "sha256": hashlib.sha256(metadata_bytes).hexdigest(),
@@ -1101,7 +1094,7 @@ def _sample_snapshot(
                 KIND_FIELD: SAMPLED_KIND,
             }
             (staged / MANIFEST_FILE).write_bytes(manifest_bytes(manifest))
-            _fsync_file(staged / MANIFEST_FILE)
+            fsync_file(staged / MANIFEST_FILE)
             result = _sampling_result(
                 config, output, dtype, counts, reports, epoch_tokens, metadata, tokenizer, warnings
             )

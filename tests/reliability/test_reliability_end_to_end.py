@@ -394,7 +394,7 @@ def test_a_full_disk_while_sampling_names_the_file_and_keeps_the_output(
     # Where the epochs are written in Python (the Rust writers name their files themselves),
     # and the fsync of metadata.json.
     monkeypatch.setattr(sampled_arrays, "_write_all", disk_full)
-    monkeypatch.setattr(sampler_module, "_fsync_file", disk_full)
+    monkeypatch.setattr(sampler_module, "fsync_file", disk_full)
     capsys.readouterr()
     assert sample_main(arguments) == 1
     err = capsys.readouterr().err

@@ -43,13 +43,7 @@ def cleaned_files_sensor(
     changes = []
     for name, spec in SOURCES.items():
         added, removed = partition_requests(context.instance, spec, cleaned_root, by_source[name])
-        partitions_def = TOKENIZED_PARTITIONS[name]
-        if added:
-            requests.append(partitions_def.build_add_request(added))
-        if removed:
-            requests.append(partitions_def.build_delete_request(removed))
-            for key in removed:
-                remove_owned_output_at(data_paths.tokenized_location, key)
+        requests.extend(partition_changes(name, added, removed, data_paths))
         if added or removed:
             changes.append(f"{name}: +{len(added)} -{len(removed)}")
     context.log.info("; ".join(changes) if changes else f"{len(scanned)} cleaned files, no change")
@@ -70,14 +64,24 @@ def adopted_tick(context: dg.SensorEvaluationContext, data_paths: DataPaths) -> 
     plan = plan_adoption(context.instance, data_paths)
     requests = []
     for name, (added, removed) in plan.partitions.items():
-        partitions_def = TOKENIZED_PARTITIONS[name]
-        if added:
-            requests.append(partitions_def.build_add_request(added))
-        if removed:
-            requests.append(partitions_def.build_delete_request(removed))
-            for key in removed:
-                remove_owned_output_at(data_paths.tokenized_location, key)
+        requests.extend(partition_changes(name, added, removed, data_paths))
     context.log.info(plan.summary())
     for warning in plan.warnings():
         context.log.warning(warning)
     return dg.SensorResult(asset_events=plan.events, dynamic_partitions_requests=requests)
+
+
+def partition_changes(
+    source: str, added: list[str], removed: list[str], data_paths: DataPaths
+) -> list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]:
+    """The requests that add and delete ``source``'s tokenized partitions; the folders of the
+    deleted ones (those we wrote) are removed with them."""
+    partitions_def = TOKENIZED_PARTITIONS[source]
+    requests = []
+    if added:
+        requests.append(partitions_def.build_add_request(added))
+    if removed:
+        requests.append(partitions_def.build_delete_request(removed))
+        for key in removed:
+            remove_owned_output_at(data_paths.tokenized_location, key)
+    return requests
