@@ -25,7 +25,13 @@ from pathlib import Path
 
 from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.hashing import entries_sha256, file_sha256
-from hrm_assets.common.layout import CleanedFile, LayoutError, is_cleaned_name, is_temporary
+from hrm_assets.common.layout import (
+    CleanedFile,
+    LayoutError,
+    add_unique_folder,
+    is_cleaned_name,
+    is_temporary,
+)
 from hrm_assets.tokenization.partitioning import files_by_source
 
 # datasets--<org>--<name>/snapshots/<40-hex revision>: where huggingface_hub keeps a download.
@@ -88,14 +94,7 @@ def scan_adopted(roots: Sequence[Path]) -> AdoptedScan:
                 if not path.is_file():  # a dangling link
                     skipped.append(path)
                     continue
-                item = CleanedFile(path=path, root=root)
-                earlier = found.setdefault(item.safe_name, item)
-                if earlier is not item:
-                    first, second = sorted([earlier.path, path])
-                    raise LayoutError(
-                        f"{first} and {second} both map to the tokenized folder "
-                        f"{item.safe_name!r}; adopt one of them"
-                    )
+                add_unique_folder(found, CleanedFile(path=path, root=root), "adopt one of them")
     return AdoptedScan(files=[found[name] for name in sorted(found)], links_skipped=skipped)
 
 

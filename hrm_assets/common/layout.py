@@ -91,6 +91,17 @@ def scan_cleaned_files(roots: list[Path] | Path) -> list[CleanedFile]:
     return scan_cleaned_tree(roots).files
 
 
+def add_unique_folder(found: dict[str, CleanedFile], item: CleanedFile, advice: str) -> None:
+    """Add ``item`` to ``found`` (by tokenized folder name); a second file for the same folder
+    raises :class:`LayoutError` naming both, followed by ``advice``."""
+    earlier = found.setdefault(item.safe_name, item)
+    if earlier is not item:
+        first, second = sorted([earlier.path, item.path])
+        raise LayoutError(
+            f"{first} and {second} both map to the tokenized folder {item.safe_name!r}; {advice}"
+        )
+
+
 def scan_cleaned_tree(roots: list[Path] | Path) -> CleanedScan:
     """Every ``.jsonl``/``.parquet`` file under the roots, sorted by safe name, as data_io's
     tokenizer finds them: hidden files and folders are data (``.x.jsonl`` is tokenized), but
@@ -128,12 +139,5 @@ def scan_cleaned_tree(roots: list[Path] | Path) -> CleanedScan:
                     if path.is_symlink():
                         symlinks.append(path)
                     continue
-                item = CleanedFile(path=path, root=root)
-                earlier = found.setdefault(item.safe_name, item)
-                if earlier is not item:
-                    first, second = sorted([earlier.path, path])
-                    raise LayoutError(
-                        f"{first} and {second} both map to the tokenized folder "
-                        f"{item.safe_name!r}; rename one of them"
-                    )
+                add_unique_folder(found, CleanedFile(path=path, root=root), "rename one of them")
     return CleanedScan(files=[found[name] for name in sorted(found)], symlinks=sorted(symlinks))
