@@ -4,6 +4,7 @@ hand to each other, are decided here and nowhere else."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from hrm_assets.common.storage import Location, is_url, parse_location
@@ -99,11 +100,44 @@ def raw_root() -> Location | None:
     return parse_location(value) if value else None
 
 
+_URL_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+
+
+def adopted_root_entries(value: str) -> list[str]:
+    """The entries of an ``os.pathsep``-separated list of roots, URLs kept whole
+    (``data:hf://datasets/org/name@rev`` is two entries, not three)."""
+    parts = value.split(os.pathsep)
+    entries: list[str] = []
+    for index, part in enumerate(parts):
+        if part.startswith("//") and index and entries and _URL_SCHEME.fullmatch(entries[-1]):
+            entries[-1] = f"{entries[-1]}:{part}"  # the scheme and its "//..." rejoined
+        elif part.strip():
+            entries.append(part)
+    return entries
+
+
 def adopted_cleaned_roots(value: str | None = None) -> list[Path]:
     """The adopted cleaned roots of ``value`` (default ``$HRM_ADOPT_CLEANED``), absolute; empty
-    when unset."""
+    when unset. An ``hf://datasets/...`` entry is its snapshot folder in the Hub cache
+    (:mod:`hrm_assets.common.hub_cache`).
+
+    Raises ``ValueError`` (one line) for an entry that is an unusable URL.
+    """
+    from hrm_assets.common.hub_cache import hub_snapshot_folder, is_hub_address
+
     value = os.environ.get(ADOPT_CLEANED_ENV, "") if value is None else value
-    return [Path(part).absolute() for part in value.split(os.pathsep) if part.strip()]
+    roots = []
+    for entry in adopted_root_entries(value):
+        if is_hub_address(entry):
+            roots.append(hub_snapshot_folder(entry))
+        elif is_url(entry):
+            raise ValueError(
+                f"{ADOPT_CLEANED_ENV}: {entry}: only folders and hf://datasets/... addresses "
+                "are adopted; copy the corpus to a folder (aws s3 sync) and adopt that"
+            )
+        else:
+            roots.append(Path(entry).absolute())
+    return roots
 
 
 def sources_yaml_path() -> Path | None:

@@ -83,7 +83,7 @@ class Platform:
     """The whole graph on adopted roots, with the sensor and automation driven by hand as the
     daemon drives them."""
 
-    def __init__(self, tmp_path: Path, roots: list[Path], tokenizer_dir: Path):
+    def __init__(self, tmp_path: Path, roots: list[Path | str], tokenizer_dir: Path):
         self.paths = DataPaths(
             data_root=str(tmp_path / "ours"),
             tokenizer_at=str(tokenizer_dir),
@@ -146,16 +146,22 @@ class Platform:
         return self.paths.tokenized_root / key
 
 
-@pytest.fixture(params=["data_io_folders", "hub_cache"])
-def adopted(request, tmp_path, real_raw, small_tokenizer_path):
+@pytest.fixture(params=["data_io_folders", "hub_cache", "hub_address"])
+def adopted(request, tmp_path, real_raw, small_tokenizer_path, monkeypatch):
     layout = tmp_path / "download"
     roots = write_data_io_layout(layout, real_raw)
-    if request.param == "hub_cache":
-        roots = as_hub_cache(layout, tmp_path / "hf_cache")
+    given: list[Path | str] = roots
+    if request.param != "data_io_folders":
+        roots = given = as_hub_cache(layout, tmp_path / "hf_cache")
+    if request.param == "hub_address":
+        # hf://datasets/<id>@<revision>/<folder>, resolved in the Hub cache (offline here).
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf_cache"))
+        given = [f"hf://datasets/{HUB_ID}@{REVISION}/{root.name}" for root in roots]
     tokenizer_dir = tmp_path / "data_io" / "trained_tokenizers" / "bpe"
     tokenizer_dir.mkdir(parents=True)
     (tokenizer_dir / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
-    return request.param, roots, tokenizer_dir, Platform(tmp_path, roots, tokenizer_dir)
+    layout_kind = "hub_cache" if request.param == "hub_address" else request.param
+    return layout_kind, roots, tokenizer_dir, Platform(tmp_path, given, tokenizer_dir)
 
 
 FLAN_KEYS = [f"flan__cot_fsopt_data__task{index}.parquet" for index in range(2)]

@@ -4,7 +4,8 @@ Dagster instance (``DAGSTER_HOME``, and the ``.env`` of the working directory) a
 tokenizer when it is adopted, and a tokenized partition per file. Then
 ``hrm-materialize-tokenized`` (or automation) tokenizes them.
 
-The roots are ``$HRM_ADOPT_CLEANED`` (folders separated by ``:``), or ``--cleaned``, which also
+The roots are ``$HRM_ADOPT_CLEANED`` (folders or ``hf://datasets/<org>/<name>@<revision>``
+addresses, separated by ``:``), or ``--cleaned``, which also
 writes them into the ``.env`` of the working directory, and ``--tokenizer`` the tokenizer's
 folder (``HRM_TOKENIZER_ROOT``) likewise: every later ``dagster`` command and ``dagster dev``
 run there must see the same roots, since the tokenized step reads the files from them.
@@ -65,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     data_paths = DataPaths.from_environment()
     tokenized = bool(os.environ.get(settings.TOKENIZED_ROOT_ENV))
-    if not data_paths.adopted_cleaned_roots and not tokenized:
+    try:
+        adopted_roots = data_paths.adopted_cleaned_roots  # hf:// addresses resolved here
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not adopted_roots and not tokenized:
         print(
             f"error: {settings.ADOPT_CLEANED_ENV} is not set: name the cleaned roots to adopt "
             "(folders separated by ':'), in the shell or in .env, or --cleaned",
@@ -118,9 +124,13 @@ def keep_in_env_file(variable: str, given: str) -> None:
     """Use ``given`` (paths separated by ':') for ``variable`` now and in ./.env from now on."""
     from pathlib import Path
 
+    from hrm_assets.common.storage import is_url
     from hrm_assets.local_env import set_env_default
 
-    value = os.pathsep.join(str(Path(part).absolute()) for part in given.split(os.pathsep) if part)
+    value = os.pathsep.join(
+        part if is_url(part) else str(Path(part).absolute())
+        for part in settings.adopted_root_entries(given)
+    )
     os.environ[variable] = value
     path = set_env_default(Path.cwd(), variable, value)
     print(f"{variable}={value} (kept in {path})")
