@@ -5,8 +5,9 @@ checkout's own path, a user's home, a workspace mount).
 One reference is allowed, and only as written: ``.ci/run`` points ``HRM_REAL_RAW`` at the mirror
 of the real raw rows that CI provides beside the clone, when the variable is not set already.
 Paths inside the Docker image the project defines (``/opt/dagster``, the image user's home
-``/home/dagster``, ``/root/.cargo`` in its build stage) and scratch folders under ``/tmp`` name
-no one machine and are not refused.
+and the build stage's cargo folder) and scratch folders under ``/tmp`` name no one machine and
+are not refused. The examples below are spelled from pieces (``HOME``, ``WORK`` ...), so that
+this file refers to no such path itself.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 THIS_FILE = Path(__file__).resolve().relative_to(REPO_ROOT).as_posix()
-SHARED = ".." + "/shared"  # spelled in two pieces so this file does not match itself
+# Spelled in pieces so that this file does not match itself.
+SHARED_NAME = "sha" + "red"
+SHARED = ".." + "/" + SHARED_NAME
+HOME, WORK, USERS, ROOT_HOME = "/ho" + "me/", "/wo" + "rk/", "/Us" + "ers/", "/ro" + "ot/"
 
 # The one allowed reference: (file, the whole line, stripped).
 ALLOWED = {
@@ -27,9 +31,9 @@ ALLOWED = {
 }
 # An absolute path under a user's home or a machine's workspace mount.
 MACHINE_PATH = re.compile(r"(?<![\w.~$}-])/(?:work|Users|mnt|home/(?!dagster/)[\w.-]+)/")
-# Python reaching for the folder beside the checkout: `ROOT.parent / "shared"`, `parents[3] / ...`.
+# Python reaching for the folder beside the checkout (`ROOT.parent / <its name>`, `parents[3]`).
 PARENT_SHARED = re.compile(r"\.parents?(?:\[\d+\])?\s*/\s*[\"']shared[\"']")
-ROOT_USER = re.compile(r"(?<![\w.~$}-])/root/")
+ROOT_USER = re.compile(r"(?<![\w.~$}-])" + re.escape(ROOT_HOME))
 # A local path as a whole path (not inside a URL or a longer name): prefix, escaped path, suffix.
 LOCAL = (r"(?<![\w.~$}:/-])", r"(?![\w.-])")
 
@@ -94,14 +98,14 @@ def test_ci_run_has_the_one_allowed_line():
 @pytest.mark.parametrize(
     "line",
     [
-        'REAL_RAW = REPO_ROOT.parent / "shared" / "real_raw"',
-        "os.environ.get('X', Path(__file__).resolve().parents[3] / 'shared')",
-        '.join("' + ".." + '/../shared/real_raw")',
+        'REAL_RAW = REPO_ROOT.parent / "' + SHARED_NAME + '" / "real_raw"',
+        "os.environ.get('X', Path(__file__).resolve().parents[3] / '" + SHARED_NAME + "')",
+        '.join("' + ".." + "/" + SHARED + '/real_raw")',
         "see " + SHARED + "/CONTRACTS.md",
-        'Path(os.environ.get("HRM_REAL_RAW", "/work/shared/real_raw"))',
-        "python /home/alice/hrm-data/tests/x.py",
-        "open /Users/bob/data",
-        "cache at /root/.cache/hrm-data",
+        'Path(os.environ.get("HRM_REAL_RAW", "' + WORK + SHARED_NAME + '/real_raw"))',
+        "python " + HOME + "alice/hrm-data/tests/x.py",
+        "open " + USERS + "bob/data",
+        "cache at " + ROOT_HOME + ".cache/hrm-data",
         'export HRM_REAL_RAW="$PWD/' + SHARED + '/real_raw"',  # not the allowed line
     ],
 )
@@ -114,11 +118,11 @@ def test_the_check_refuses(line):
     [
         "output_path=/dev/shm/sampled",
         "mkdir -p /tmp/golden_work",
-        "HRM_CACHE_DIR: /home/dagster/.cache/hrm-data  # in the container",
+        "HRM_CACHE_DIR: " + HOME + "dagster/.cache/hrm-data  # in the container",
         "WORKDIR /opt/dagster/app",
         "default ~/.cache/hrm-data",
         "the shared folder, shared/real_raw in a mirror",
-        "s3://bucket/work/x and $HOME/work/x",
+        "s3://bucket" + WORK + "x and $HOME" + WORK + "x",
     ],
 )
 def test_the_check_lets_through(line):
@@ -128,8 +132,8 @@ def test_the_check_lets_through(line):
 def test_the_checkouts_own_path_is_refused():
     assert offences("docs/x.md", "cd /somewhere/checkout/tests", ["/somewhere/checkout"])
     assert not offences("docs/x.md", "cd /somewhere/checkout-old", ["/somewhere/checkout"])
-    assert offences("docker/Dockerfile", "python /home/alice/x", [])
-    assert not offences("docker/Dockerfile", "ENV PATH=/root/.cargo/bin:$PATH", [])
+    assert offences("docker/Dockerfile", "python " + HOME + "alice/x", [])
+    assert not offences("docker/Dockerfile", "ENV PATH=" + ROOT_HOME + ".cargo/bin:$PATH", [])
 
 
 # A citation of the contract: `CONTRACTS.md`, perhaps with a section (`section 2`, `2`).
