@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hrm_assets.cleaning.sources.math import SUBJECTS as MATH_SOURCE_SUBJECTS
 from hrm_assets.common.atomic import atomic_file
 
 EVAL_SETS_YAML_ENV = "HRM_EVAL_SETS_YAML"
@@ -45,15 +46,8 @@ EVAL_ROOT_ENV = "HRM_EVAL_ROOT"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 _PARQUET_PATTERNS = ("{split}-*.parquet", "{split}.parquet")
 _JSONL_PATTERNS = ("{split}.jsonl", "{split}-*.jsonl")
-MATH_SUBJECTS = (
-    "algebra",
-    "counting_and_probability",
-    "geometry",
-    "intermediate_algebra",
-    "number_theory",
-    "prealgebra",
-    "precalculus",
-)
+# The Hub configs of EleutherAI/hendrycks_math: the MATH source's (its test split here).
+MATH_SUBJECTS = tuple(MATH_SOURCE_SUBJECTS)
 
 
 class EvalSetError(ValueError):

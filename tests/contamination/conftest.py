@@ -12,11 +12,11 @@ import pytest
 from contamination.eval_fixtures import (
     ARC_CHALLENGE,
     ARC_EASY,
-    MATH_TYPES,
     MMLU,
     read_jsonl,
     write_parquet,
 )
+from hrm_assets.cleaning.sources.math import SUBJECTS as MATH_TYPES
 from hrm_assets.contamination.evalsets import MATH_SUBJECTS
 
 

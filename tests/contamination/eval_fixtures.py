@@ -8,16 +8,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-MATH_TYPES = {
-    "algebra": "Algebra",
-    "counting_and_probability": "Counting & Probability",
-    "geometry": "Geometry",
-    "intermediate_algebra": "Intermediate Algebra",
-    "number_theory": "Number Theory",
-    "prealgebra": "Prealgebra",
-    "precalculus": "Precalculus",
-}
-
 # SYNTHETIC: invented questions in cais/mmlu's schema (question, subject, choices, answer).
 MMLU = [
     {
