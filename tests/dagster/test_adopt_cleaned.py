@@ -15,6 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from support.cleaned_rows import write_flan_file
+from support.project_commands import commands_in
 from support.tokenizer_reference import gsm8k_rows
 
 from hrm_assets.adoption.cleaned import adopt_cleaned, provenance_of, scan_adopted
@@ -274,29 +275,15 @@ def test_one_adoption_pass_from_the_command_line_then_tokenize_everything(
 ):
     """Without the daemon: ``python -m hrm_assets.adoption`` records what the sensor records,
     and ``hrm-materialize-tokenized`` tokenizes the registered files."""
-    import subprocess
     import sys
 
     roots = write_data_io_layout(tmp_path / "download", real_raw)
     tokenizer_dir = tmp_path / "bpe"
     tokenizer_dir.mkdir()
     (tokenizer_dir / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("HRM_", "DAGSTER_"))},
-        "DAGSTER_HOME": str(home),
-        settings.DATA_ROOT_ENV: str(tmp_path / "ours"),
-        "HRM_EXECUTOR": "in_process",
-    }
+    run = commands_in(tmp_path)
     given = os.pathsep.join(str(root.relative_to(tmp_path)) for root in roots)
     users = tree_state(tmp_path / "download")
-
-    def run(*command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
-        )
 
     adopted = run(
         sys.executable, "-m", "hrm_assets.adoption", "--cleaned", given, "--tokenizer", "bpe"

@@ -5,15 +5,14 @@ its partition in one line instead of replacing data_io's folder (issue 29)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from conftest import REPO_ROOT
+from support.project_commands import commands_in
 
 from hrm_assets.common import settings
 from hrm_assets.common.hashing import file_sha256
@@ -47,22 +46,7 @@ def data_io_user(tmp_path):
     shutil.copytree(GOLDEN / "data_io" / "default", tmp_path / "data_tokenized_bpe_65k")
     (tmp_path / "bpe").mkdir()
     shutil.copy(GOLDEN / "input" / "tokenizer.json", tmp_path / "bpe" / "tokenizer.json")
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("HRM_", "DAGSTER_"))},
-        "DAGSTER_HOME": str(home),
-        settings.DATA_ROOT_ENV: str(tmp_path / "ours"),
-        "HRM_EXECUTOR": "in_process",
-    }
-
-    def run(*command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
-        )
-
-    return tmp_path, run
+    return tmp_path, commands_in(tmp_path)
 
 
 def test_a_tokenized_root_of_data_ios_binary_is_adopted_never_retokenized(data_io_user):
