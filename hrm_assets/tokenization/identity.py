@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from hrm_assets.common.manifest import VerifyReport
 
 OWNER_MARKER: str = _core.OWNER_MARKER
-SPAN_FILES = ("inst_start.npy", "inst_len.npy", "resp_start.npy", "resp_len.npy")
+# Every array of a tokenized folder but tokens.npy: one entry per row.
+SPAN_FILES = tuple(name for name in _core.ARRAY_FILES if name != TOKENS_FILE)
 
 
 def is_hrm_tokenized(folder: Path) -> bool:
