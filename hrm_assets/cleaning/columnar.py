@@ -102,6 +102,22 @@ def parquet_rows(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
 
 
+def parquet_schema(path: Path) -> pa.Schema:
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(path)
+
+
+RAW_BYTES_KEY = b"hrm.raw_bytes"
+"""Schema metadata of a batch from a reader that cannot count a file's records up front (a
+text file): the raw bytes the batch was read from, for the progress in MB/s."""
+
+
+def batch_raw_bytes(batch: pa.RecordBatch) -> int:
+    metadata = batch.schema.metadata or {}
+    return int(metadata.get(RAW_BYTES_KEY, b"0"))
+
+
 @dataclass(frozen=True)
 class ColumnarRule:
     """How a source cleans on columns.
@@ -113,6 +129,10 @@ class ColumnarRule:
       ones the kernels handle like data_io's Python does.
     - ``parts_disjoint``: no two raw parts write the same output file, so parts may be cleaned
       in parallel without changing any file.
+    - ``read``, ``read_schema``: a raw file's record batches (only ``columns``) and its
+      schema; Parquet by default.
+    - ``count_rows``: a file's records, for the raw bytes a batch stands for; None when the
+      reader says it with :data:`RAW_BYTES_KEY` instead.
     """
 
     columns: tuple[str, ...]
@@ -120,7 +140,8 @@ class ColumnarRule:
     check_schema: Callable[[pa.Schema], None]
     parts_disjoint: bool = True
     read: Callable[[Path, Sequence[str]], Iterator[pa.RecordBatch]] = read_parquet_batches
-    count_rows: Callable[[Path], int] = parquet_rows
+    count_rows: Callable[[Path], int] | None = parquet_rows
+    read_schema: Callable[[Path], pa.Schema] = parquet_schema
 
 
 # -- kernels shared by the rules ----------------------------------------------------------------
@@ -141,6 +162,9 @@ def is_text(data_type: pa.DataType) -> bool:
 def require_text_columns(schema: pa.Schema, names: Sequence[str]) -> None:
     """:class:`NotColumnar` unless every column of ``names`` in ``schema`` is text."""
     for name in names:
+        if name not in schema.names:
+            # The row path reports a record without the key (malformed raw record).
+            raise NotColumnar(f"column {name!r} missing")
         index = schema.get_field_index(name)
         if index >= 0 and not is_text(schema.field(index).type):
             raise NotColumnar(f"column {name!r} is {schema.field(index).type}, not text")

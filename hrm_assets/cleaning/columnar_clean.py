@@ -31,7 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hrm_assets.cleaning.cleaned_parquet import BufferBudget
-from hrm_assets.cleaning.columnar import COLUMNAR_BATCH_ROWS, CleanedBatch, NotColumnar
+from hrm_assets.cleaning.columnar import (
+    COLUMNAR_BATCH_ROWS,
+    CleanedBatch,
+    NotColumnar,
+    batch_raw_bytes,
+)
 from hrm_assets.cleaning.rows import FIELDS, Row, unknown_tags
 
 if TYPE_CHECKING:
@@ -58,30 +63,43 @@ def default_threads() -> int:
 
 def columnar_parts(spec: SourceSpec, raw_root: Path | None) -> list[tuple[str, list[Path]]] | None:
     """``(part, files)`` of a source the columnar engine can clean, else None (no rule, the
-    Hub, or a raw file whose column types the rule leaves to the row path). A file whose
-    schema cannot be read gives None too: the row path reports it as it always has."""
-    from hrm_assets.cleaning.sources.local_files import LocalLayout
-
+    Hub itself, a Hub mirror in JSONL, or a raw file whose columns the rule leaves to the row
+    path). A file whose schema cannot be read gives None too: the row path reports it as it
+    always has."""
     rule = spec.columnar
-    if rule is None or raw_root is None or not isinstance(spec.layout, LocalLayout):
+    if rule is None or raw_root is None:
         return None
     try:
-        root = spec.layout.root(spec, raw_root)
-        found = spec.layout.part_files(spec, root)
+        found = _local_parts(spec, raw_root)
         if not found:
             return None
         for _, files in found:
             for path in files:
-                rule.check_schema(_schema(path))
+                rule.check_schema(rule.read_schema(path))
     except (NotColumnar, OSError, ValueError):
         return None
     return found
 
 
-def _schema(path: Path) -> pa.Schema:
-    import pyarrow.parquet as pq
+def _local_parts(spec: SourceSpec, raw_root: Path) -> list[tuple[str, list[Path]]] | None:
+    """The parts and files of a local raw root: a local layout's, or a Hub mirror's configs
+    when every one is Parquet (a JSONL mirror is read by ``datasets``, whose JSON typing the
+    row path keeps)."""
+    from hrm_assets.cleaning.sources.hub import HubLayout
+    from hrm_assets.cleaning.sources.local_files import LocalLayout
 
-    return pq.read_schema(path)
+    layout = spec.layout
+    if isinstance(layout, LocalLayout):
+        return layout.part_files(spec, layout.root(spec, raw_root))
+    if type(layout) is not HubLayout:  # subclasses read their files in their own way
+        return None
+    parts = []
+    for config in layout.config_names(spec, raw_root):
+        builder, files = layout.local_files(spec, raw_root, config)
+        if builder != "parquet":
+            return None
+        parts.append((config, files))
+    return parts
 
 
 def clean_parts_columnar(
@@ -154,7 +172,7 @@ def _clean_part(
     for path in files:
         file_read = 0
         size = path.stat().st_size
-        rows_in_file = rule.count_rows(path)
+        rows_in_file = rule.count_rows(path) if rule.count_rows is not None else None
         batches = _read_ahead(rule.read(path, rule.columns))
         while True:
             try:
@@ -168,7 +186,10 @@ def _clean_part(
             read += batch.num_rows
             file_read += batch.num_rows
             report.records_read += batch.num_rows
-            raw_bytes = size * batch.num_rows // max(1, rows_in_file)
+            if rows_in_file is None:
+                raw_bytes = batch_raw_bytes(batch)
+            else:
+                raw_bytes = size * batch.num_rows // max(1, rows_in_file)
             report.raw_bytes += raw_bytes
             if progress is not None:
                 progress(batch.num_rows)

@@ -8,6 +8,10 @@ newlines) and stripped; even lines are questions, odd lines their answers. Every
 data_io's columns ``instruction, response, condition``, even for an empty module file
 (``interpolate/`` and ``extrapolate/`` are not read).
 
+The files are cleaned on columns: :func:`read_pair_batches` reads a file in blocks, splits
+and strips its lines as Python's text mode and ``str.strip`` do, and pairs them; a module
+file is its own output, so files are cleaned in parallel.
+
 Deliberate differences:
 - data_io asserts an even line count and crashes otherwise; here the pairs of such a file are
   kept and its last, unpaired line is skipped and reported (reason ``odd number of lines``).
@@ -18,9 +22,18 @@ Deliberate differences:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from hrm_assets.cleaning.columnar import (
+    RAW_BYTES_KEY,
+    BatchSkip,
+    CleanedBatch,
+    ColumnarRule,
+    constant,
+    rows_table,
+)
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.local_files import (
     LocalLayout,
@@ -81,6 +94,128 @@ def clean_dmmath(record: Record, part: str) -> Iterator[Row]:
     if record["answer"] is None:
         raise SkipRecord(ODD_LINES, f"unpaired last line {record['question'][:80]!r}")
     yield Row("direct", record["question"], record["answer"])
+
+
+# -- on columns ----------------------------------------------------------------------------------
+
+BLOCK_BYTES = 4 * 1024 * 1024
+# What str.strip() removes: every character for which str.isspace() holds.
+PYTHON_WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+
+
+def _pair_schema():
+    import pyarrow as pa
+
+    return pa.schema([("question", pa.large_string()), ("answer", pa.large_string())])
+
+
+def _stripped_lines(block: bytes, path: Path):
+    """The lines of ``block`` (whole lines; ``\r\n`` and ``\r`` end a line as ``\n`` does in
+    text mode), each stripped as ``str.strip()`` does; ValueError naming ``path`` when the text
+    is not UTF-8."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    data = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if not data:
+        return pa.array([], pa.large_string())
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A) + 1
+    if not len(ends) or ends[-1] != len(data):  # the file's last line has no newline
+        ends = np.append(ends, len(data))
+    offsets = np.concatenate(([0], ends)).astype(np.int64)
+    lines = pa.Array.from_buffers(
+        pa.large_string(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    try:
+        lines.validate(full=True)
+    except pa.ArrowInvalid as error:
+        raise ValueError(f"{path}: text is not valid UTF-8 ({error})") from None
+    return pc.utf8_trim(lines, characters=PYTHON_WHITESPACE)
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    """``path`` in blocks of whole lines (a ``\r`` at a block's end waits for a ``\n``)."""
+    carry = b""
+    with open(path, "rb") as handle:
+        while block := handle.read(BLOCK_BYTES):
+            data = carry + block
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            if cut == len(data) - 1 and data.endswith(b"\r"):
+                cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
+            carry = data[cut + 1 :]
+            if cut >= 0:
+                yield data[: cut + 1]
+    if carry:
+        yield carry
+
+
+def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
+    """The ``question``/``answer`` record batches of a module file, as
+    :func:`question_answer_pairs` gives them (an unpaired last line: a null answer)."""
+    import pyarrow as pa
+
+    schema = _pair_schema()
+    pending = None  # a question whose answer is in the next block
+    for block in _blocks(path):
+        lines = _stripped_lines(block, path)
+        if pending is not None:
+            lines = pa.concat_arrays([pending, lines])
+        even = len(lines) - len(lines) % 2
+        pending = lines.slice(even) if even < len(lines) else None
+        metadata = {RAW_BYTES_KEY: str(len(block)).encode()}
+        yield pa.record_batch(
+            [lines.slice(0, even).filter(_every_other(even, 0)),
+             lines.slice(0, even).filter(_every_other(even, 1))],
+            schema=schema.with_metadata(metadata),
+        )
+    if pending is not None:
+        yield pa.record_batch([pending, pa.nulls(1, pa.large_string())], schema=schema)
+
+
+def _every_other(length: int, start: int):
+    import numpy as np
+    import pyarrow as pa
+
+    mask = np.zeros(length, dtype=bool)
+    mask[start::2] = True
+    return pa.array(mask)
+
+
+def clean_dmmath_batch(batch, part: str) -> CleanedBatch:
+    """:func:`clean_dmmath` on a batch of pairs."""
+    import numpy as np
+
+    output = route_dmmath({}, part)
+    unpaired = batch.column("answer").is_null().to_numpy(zero_copy_only=False)
+    kept = batch.filter(~unpaired) if unpaired.any() else batch
+    return CleanedBatch(
+        rows=rows_table(
+            constant("direct", kept.num_rows), kept.column("question"), kept.column("answer")
+        ),
+        records=np.flatnonzero(~unpaired),
+        output=output,
+        skips=[
+            BatchSkip(
+                ODD_LINES,
+                np.flatnonzero(unpaired),
+                detail=lambda row: (
+                    f"unpaired last line {batch.column('question')[row].as_py()[:80]!r}"
+                ),
+                output=lambda _row: output,
+            )
+        ],
+    )
+
+
+DMMATH_COLUMNAR = ColumnarRule(
+    columns=("question", "answer"),
+    clean=clean_dmmath_batch,
+    check_schema=lambda _schema: None,
+    read=read_pair_batches,
+    count_rows=None,
+    read_schema=lambda _path: _pair_schema(),
+)
 
 
 # -- demo corpus: invented question/answer pairs in the dataset's line format ------------------
@@ -148,6 +283,7 @@ DMMATH = SourceSpec(
     demo=demo_dmmath,
     route=route_dmmath,
     one_output_per_part=True,
+    columnar=DMMATH_COLUMNAR,
     description="DeepMind mathematics dataset, train-easy/medium/hard modules (direct).",
 )
 

@@ -10,6 +10,9 @@ Both files are always written, as data_io does. Local mirror:
 ``nvidia/OpenMathInstruct-2/data/train-*.parquet`` (the ``train_1M``/``train_2M``/``train_5M``
 subsets beside them are other splits and are not read).
 
+Cleaned on columns (:func:`clean_openmathinstruct2_batch`) when the mirror is Parquet; each
+record's ``cot`` row comes before its ``direct`` row, as the per-record rule gives them.
+
 Deliberate difference: data_io would write a null field into its Parquet as a null; here such
 a row is counted as skipped by the row validation (``field missing or not a string``).
 """
@@ -19,17 +22,65 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from hrm_assets.cleaning.columnar import (
+    CleanedBatch,
+    ColumnarRule,
+    constant,
+    require_text_columns,
+    rows_table,
+    text,
+)
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.hub import HubLayout
 from hrm_assets.cleaning.sources.spec import Record, SourceSpec
 
 ORIGINAL_SOURCES = frozenset({"math", "gsm8k"})
+COLUMNS = ("problem", "generated_solution", "expected_answer", "problem_source")
+COT, DIRECT = "synth,cot", "synth,direct"
 
 
 def clean_openmathinstruct2(record: Record, part: str) -> Iterator[Row]:
-    yield Row("synth,cot", record["problem"], record["generated_solution"])
+    yield Row(COT, record["problem"], record["generated_solution"])
     if record["problem_source"] not in ORIGINAL_SOURCES:
-        yield Row("synth,direct", record["problem"], record["expected_answer"])
+        yield Row(DIRECT, record["problem"], record["expected_answer"])
+
+
+def clean_openmathinstruct2_batch(batch, part: str) -> CleanedBatch:
+    """:func:`clean_openmathinstruct2` on a record batch: every record's cot row, then its
+    direct row when its problem is not an original one (a null ``problem_source`` is not one,
+    as ``None not in ORIGINAL_SOURCES``). Null texts are left to the engine's row check."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    count = batch.num_rows
+    original = pc.is_in(
+        text(batch.column("problem_source")), value_set=pa.array(sorted(ORIGINAL_SOURCES))
+    )
+    direct = np.flatnonzero(~original.to_numpy(zero_copy_only=False))
+    # Row keys 2*record (cot) and 2*record + 1 (direct): sorted, they interleave per record.
+    keys = np.concatenate((np.arange(count, dtype=np.int64) * 2, direct * 2 + 1))
+    order = pa.array(np.argsort(keys, kind="stable"))
+    problem = text(batch.column("problem"))
+    take_direct = pa.array(direct)
+    rows = rows_table(
+        pa.concat_arrays([constant(COT, count), constant(DIRECT, len(direct))]).take(order),
+        pa.concat_arrays([problem, problem.take(take_direct)]).take(order),
+        pa.concat_arrays(
+            [
+                text(batch.column("generated_solution")),
+                text(batch.column("expected_answer")).take(take_direct),
+            ]
+        ).take(order),
+    )
+    return CleanedBatch(rows=rows, records=np.sort(keys) // 2)
+
+
+OPENMATHINSTRUCT2_COLUMNAR = ColumnarRule(
+    columns=COLUMNS,
+    clean=clean_openmathinstruct2_batch,
+    check_schema=lambda schema: require_text_columns(schema, COLUMNS),
+)
 
 
 # -- demo corpus: invented problems and solutions in the Hub schema --------------------------
@@ -79,9 +130,10 @@ OPENMATHINSTRUCT2 = SourceSpec(
     layout=HubLayout(config_dir="data"),
     demo=demo_openmathinstruct2,
     outputs_by_condition=(
-        ("synth,cot", "openmathinstruct2/cot.parquet"),
-        ("synth,direct", "openmathinstruct2/direct.parquet"),
+        (COT, "openmathinstruct2/cot.parquet"),
+        (DIRECT, "openmathinstruct2/direct.parquet"),
     ),
+    columnar=OPENMATHINSTRUCT2_COLUMNAR,
     description="OpenMathInstruct-2 solutions (synth,cot) and answers of generated problems "
     "(synth,direct).",
 )

@@ -22,8 +22,9 @@ reported, every other row is identical):
   :data:`BAD_TASK`; a record without ``task`` at all is reported as malformed by the framework
   (data_io: ``KeyError``).
 
-data_io reads the whole split into per-task Python lists before writing; here rows stream to
-one writer per task, so memory holds at most the writers' buffers, whatever the split's size.
+data_io reads the whole split into per-task Python lists before writing; here a Parquet mirror
+is cleaned on columns (:func:`clean_tasksource_batch`), rows grouped per task file within the
+engine's memory budget, whatever the split's size.
 data_io's "Tasks Not Found" print always lists nothing (it tests a dict that is never empty);
 :func:`tasks_without_rows` gives the list it meant.
 """
@@ -34,6 +35,15 @@ import random
 import string
 from collections.abc import Iterable, Iterator
 
+from hrm_assets.cleaning.columnar import (
+    BatchSkip,
+    CleanedBatch,
+    ColumnarRule,
+    constant,
+    require_text_columns,
+    rows_table,
+    text,
+)
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.hub import HubLayout
 from hrm_assets.cleaning.sources.spec import Record, SkipRecord, SourceSpec
@@ -297,6 +307,68 @@ def clean_tasksource(record: Record, part: str) -> Iterator[Row]:
     yield Row(CONDITION, inputs, targets.removesuffix("."))
 
 
+COLUMNS = ("task", "inputs", "targets")
+
+
+def clean_tasksource_batch(batch, part: str) -> CleanedBatch:
+    """:func:`clean_tasksource` and :func:`route_tasksource` on a record batch (text columns:
+    a value that is not a string can only be a null here)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    task = text(batch.column("task"))
+    inputs, targets = text(batch.column("inputs")), text(batch.column("targets"))
+    null_task = task.is_null().to_numpy(zero_copy_only=False)
+    selected = pc.is_in(task, value_set=pa.array(TASKS)).to_numpy(zero_copy_only=False)
+    bad_inputs = selected & inputs.is_null().to_numpy(zero_copy_only=False)
+    bad_targets = selected & ~bad_inputs & targets.is_null().to_numpy(zero_copy_only=False)
+    chosen = np.flatnonzero(selected & ~bad_inputs & ~bad_targets)
+    take = pa.array(chosen)
+    kept_targets = targets.take(take)
+    response = pc.if_else(
+        pc.ends_with(kept_targets, "."), pc.utf8_slice_codeunits(kept_targets, 0, -1), kept_targets
+    )
+    tasks = task.take(take).dictionary_encode()
+
+    def task_of(row: int) -> str:
+        return batch.column("task")[row].as_py()
+
+    return CleanedBatch(
+        rows=rows_table(constant(CONDITION, len(chosen)), inputs.take(take), response),
+        records=chosen,
+        route_names=[TASK_OUTPUTS[name] for name in tasks.dictionary.to_pylist()],
+        route_codes=tasks.indices.to_numpy(zero_copy_only=False),
+        skips=[
+            BatchSkip(
+                BAD_TASK,
+                np.flatnonzero(null_task),
+                detail=lambda _row: "task is NoneType",
+                output=lambda _row: TASKSOURCE.output,
+            ),
+            BatchSkip(
+                BAD_INPUTS,
+                np.flatnonzero(bad_inputs),
+                detail=lambda row: f"{task_of(row)}: inputs is NoneType",
+                output=lambda row: TASK_OUTPUTS[task_of(row)],
+            ),
+            BatchSkip(
+                BAD_TARGETS,
+                np.flatnonzero(bad_targets),
+                detail=lambda row: f"{task_of(row)}: targets is NoneType",
+                output=lambda row: TASK_OUTPUTS[task_of(row)],
+            ),
+        ],
+    )
+
+
+TASKSOURCE_COLUMNAR = ColumnarRule(
+    columns=COLUMNS,
+    clean=clean_tasksource_batch,
+    check_schema=lambda schema: require_text_columns(schema, COLUMNS),
+)
+
+
 def tasks_without_rows(written_outputs: Iterable[str]) -> list[str]:
     """Selected tasks (in :data:`TASKS` order) whose file is not among ``written_outputs``
     (relative paths, e.g. the keys of a ``CleaningReport.files``)."""
@@ -404,6 +476,7 @@ TASKSOURCE = SourceSpec(
     route=route_tasksource,
     layout=HubLayout(config_dir="data"),
     demo=demo_tasksource,
+    columnar=TASKSOURCE_COLUMNAR,
     description="tasksource-instruct, 194 selected tasks, one file per task (direct).",
 )
 

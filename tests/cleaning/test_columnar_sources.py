@@ -1,0 +1,135 @@
+"""OpenMathInstruct-2, tasksource and dmmath on the columnar engine against their row path, at 1
+and 2 threads: same bytes, same report (skips counted with their examples).
+
+Every fixture is SYNTHETIC, generated here in the raw schema of its source, with the records
+the rules must handle: nulls, unselected tasks, trailing dots, odd line counts, every kind of
+line end and Unicode whitespace. The row path (the spec without its columnar rule) is the
+reference, itself pinned against data_io by the golden files and the per-source tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hrm_assets.cleaning import columnar
+from hrm_assets.cleaning.clean import RawReadError, clean_source
+from hrm_assets.cleaning.sources import dmmath as dmmath_module
+from hrm_assets.cleaning.sources import get_source
+from hrm_assets.cleaning.sources.tasksource import TASKS
+from tests.cleaning.test_columnar import digests, report_content
+
+
+def _maybe(rng: random.Random, value, rate: float = 0.01):
+    return None if rng.random() < rate else value
+
+
+def write_openmathinstruct2(raw: Path, rng: random.Random, shards: int = 2, rows: int = 1500):
+    folder = raw / "nvidia" / "OpenMathInstruct-2" / "data"
+    folder.mkdir(parents=True)
+    sources = ["augmented_math", "augmented_gsm8k", "math", "gsm8k", None]
+    for shard in range(shards):
+        records = [
+            {
+                "problem": _maybe(rng, f"Problem {shard}.{i}: what is {i} + {i}? ü"),
+                "generated_solution": _maybe(rng, f"It is $\\boxed{{{2 * i}}}$.\n"),
+                "expected_answer": _maybe(rng, str(2 * i)),
+                "problem_source": rng.choice(sources),
+            }
+            for i in range(rows)
+        ]
+        path = folder / f"train-{shard:05d}-of-{shards:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(records), path, row_group_size=900)
+
+
+def write_tasksource(raw: Path, rng: random.Random, shards: int = 2, rows: int = 1500):
+    folder = raw / "tasksource" / "tasksource-instruct-v0" / "data"
+    folder.mkdir(parents=True)
+    tasks = [*TASKS[:60], "social_i_qa", "mmlu/abstract_algebra", None]
+    for shard in range(shards):
+        records = []
+        for i in range(rows):
+            task = rng.choice(tasks)
+            target = rng.choice(["yes", "no.", "maybe..", ".", "", "é."])
+            records.append(
+                {
+                    "inputs": _maybe(rng, f"{task}: example {shard}.{i}\nAnswer:"),
+                    "targets": _maybe(rng, target),
+                    "task": task,
+                }
+            )
+        path = folder / f"train-{shard:05d}-of-{shards:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(records), path, row_group_size=700)
+
+
+WHITESPACE = [" ", "\t", "\xa0", "\u3000", "\x1c", "\x0b", "\x0c", "\u2028", "\x85", ""]
+
+
+def write_dmmath(raw: Path, rng: random.Random, lines: int = 2000) -> None:
+    root = raw / "mathematics_dataset-v1.0"
+    for set_index, set_name in enumerate(dmmath_module.SETS):
+        for module in ("algebra__linear_1d", "numbers__gcd", "empty__module"):
+            path = root / set_name / f"{module}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if module == "empty__module":
+                path.write_bytes(b"")
+                continue
+            count = lines + (set_index % 2)  # an odd count in train-medium: an unpaired line
+            text = []
+            for i in range(count):
+                pad = rng.choice(WHITESPACE) + rng.choice(WHITESPACE)
+                end = rng.choice(["\n", "\n", "\r\n", "\r"])
+                text.append(f"{pad}{module} line {i} ∑{pad}{end}")
+            if set_index == 2:  # no newline after the last line
+                text[-1] = text[-1].rstrip("\r\n")
+            path.write_bytes("".join(text).encode("utf-8"))
+
+
+WRITERS = {
+    "openmathinstruct2": write_openmathinstruct2,
+    "tasksource": write_tasksource,
+    "dmmath": write_dmmath,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_columnar_equals_the_row_path_at_one_and_two_threads(tmp_path, monkeypatch, name):
+    WRITERS[name](tmp_path / "raw", random.Random(11))
+    # Small batches and blocks: rules, pairs and line ends cross batch boundaries.
+    monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
+    monkeypatch.setattr(dmmath_module, "BLOCK_BYTES", 1000)
+    spec = get_source(name)
+    one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
+    two = clean_source(spec, tmp_path / "two", tmp_path / "raw", threads=2)
+    rows = clean_source(
+        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
+    )
+    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
+    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "rows")
+    assert report_content(one) == report_content(two) == report_content(rows)
+    assert one.rows_written > 1000
+    assert one.skipped and all(entry.examples for entry in one.skipped.values())
+
+
+def test_dmmath_text_that_is_not_utf8_names_the_file(tmp_path):
+    write_dmmath(tmp_path / "raw", random.Random(3), lines=40)
+    bad = tmp_path / "raw" / "mathematics_dataset-v1.0" / "train-hard" / "numbers__gcd.txt"
+    bad.write_bytes(b"What is 1 + 1?\n\xff\xfe2\n")
+    with pytest.raises(RawReadError, match="numbers__gcd.txt"):
+        clean_source(get_source("dmmath"), tmp_path / "out", tmp_path / "raw")
+
+
+def test_a_jsonl_hub_mirror_stays_on_the_row_path(tmp_path):
+    folder = tmp_path / "raw" / "tasksource" / "tasksource-instruct-v0" / "data"
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl").write_text(
+        '{"inputs": "Is it?", "targets": "yes.", "task": "WANLI"}\n', encoding="utf-8"
+    )
+    report = clean_source(get_source("tasksource"), tmp_path / "out", tmp_path / "raw")
+    assert report.engine == "rows"
+    assert report.rows_written == 1
