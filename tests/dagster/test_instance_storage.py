@@ -1,4 +1,4 @@
-"""The local instance's SQLite storage with pooled connections (hrm_assets/instance_storage.py):
+"""The local instance's SQLite storage with pooled connections (hrm_assets/dagster_internals/):
 the same records as Dagster's own SQLite storage, visible to other instances at once, with a
 bounded number of open database files."""
 
@@ -9,11 +9,9 @@ import pytest
 from dagster._core.instance.ref import InstanceRef
 from support.instance_config import write_config
 
-from hrm_assets.instance_storage import (
-    OPEN_DATABASES,
-    PooledSqliteEventLogStorage,
-    PooledSqliteRunStorage,
-)
+from hrm_assets.dagster_internals import sqlite_connections
+from hrm_assets.dagster_internals.event_log import OPEN_DATABASES, PooledSqliteEventLogStorage
+from hrm_assets.dagster_internals.run_storage import PooledSqliteRunStorage
 
 PARTITIONS = dg.StaticPartitionsDefinition([f"p{index}" for index in range(OPEN_DATABASES + 3)])
 
@@ -98,16 +96,16 @@ def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home,
         assert list(keys) == [row.partition]  # its own partition, not the run's whole subset
     # Each row's event is written from one serialized with a stand-in key: exactly what
     # serializing the narrowed event gives, whatever the key's characters.
-    from hrm_assets.instance_storage import _narrowed, _narrowed_events
+    from hrm_assets.dagster_internals.planned_checks import narrowed, narrowed_events
 
     (planned, *_) = instance.get_records_for_run(
         result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED
     ).records
     keys = ["a", 'quo"ted\\back', "ünïcode ✓", "tab\tnew\nline", "{}[]:,"]
-    serialized = _narrowed_events(planned.event_log_entry, keys)
-    monkeypatch.setattr("hrm_assets.instance_storage.serialize_value", None)  # not once a key
+    serialized = narrowed_events(planned.event_log_entry, keys)
+    monkeypatch.setattr("hrm_assets.dagster_internals.planned_checks.serialize_value", None)  # not once a key
     for key in keys:
-        assert serialized(key) == serialize_value(_narrowed(planned.event_log_entry, key))
+        assert serialized(key) == serialize_value(narrowed(planned.event_log_entry, key))
     instance.dispose()
 
 
@@ -138,9 +136,7 @@ def test_grouped_commits_are_read_back_at_once_and_committed_when_the_group_ends
 
 
 def test_a_group_commits_every_group_seconds(home, monkeypatch):
-    import hrm_assets.instance_storage as instance_storage
-
-    monkeypatch.setattr(instance_storage, "GROUP_SECONDS", 0.0)  # due at every write
+    monkeypatch.setattr(sqlite_connections, "GROUP_SECONDS", 0.0)  # due at every write
     writer = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     with writer.event_log_storage.grouped_commits():
@@ -355,8 +351,6 @@ def test_a_failing_batch_is_written_event_by_event(home, tmp_path, monkeypatch):
 
 
 def test_a_group_holds_a_runs_records_until_read_or_due(home, tmp_path, monkeypatch):
-    import hrm_assets.instance_storage as instance_storage
-
     source = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
     events = _run_events(source)
     materialized = [
@@ -368,7 +362,7 @@ def test_a_group_holds_a_runs_records_until_read_or_due(home, tmp_path, monkeypa
     writer = _fresh(tmp_path, "writer")
     reader = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path / "writer")))
     storage = writer.event_log_storage
-    monkeypatch.setattr(instance_storage, "GROUP_SECONDS", 60.0)  # never due on a slow machine
+    monkeypatch.setattr(sqlite_connections, "GROUP_SECONDS", 60.0)  # never due on a slow machine
     with storage.grouped_commits():
         for event in materialized[:3]:
             storage.store_event(event)
@@ -377,7 +371,7 @@ def test_a_group_holds_a_runs_records_until_read_or_due(home, tmp_path, monkeypa
         assert _materialized(reader, "batched") == []
     assert _materialized(reader, "batched") == ["x", "y", "z"]
 
-    monkeypatch.setattr(instance_storage, "GROUP_SECONDS", 0.0)  # due at every write
+    monkeypatch.setattr(sqlite_connections, "GROUP_SECONDS", 0.0)  # due at every write
     with storage.grouped_commits():
         for event in materialized[3:]:
             storage.store_event(event)
@@ -438,3 +432,95 @@ def test_a_new_runs_database_is_the_one_dagster_initializes(home, tmp_path, monk
     assert not [name for name in os.listdir(storage._base_dir) if name.endswith(".staged")]
     instance.dispose()
     stock.dispose()
+
+
+def test_the_internals_are_written_for_the_pinned_dagster():
+    import re
+
+    from hrm_assets.common.settings import PROJECT_ROOT
+    from hrm_assets.dagster_internals import TESTED, WRITTEN_FOR
+
+    pins = {
+        re.search(r"^\s*\"?dagster==([\d.]+)", text, re.M).group(1)
+        for text in (
+            (PROJECT_ROOT / "pyproject.toml").read_text(),
+            (PROJECT_ROOT / "constraints.txt").read_text(),
+        )
+    }
+    assert pins == {WRITTEN_FOR} and TESTED == (dg.__version__ == WRITTEN_FOR)
+
+
+def test_an_instance_written_before_the_move_still_loads(tmp_path):
+    home = tmp_path / "old"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        "storage:\n  custom:\n    module: hrm_assets.instance_storage\n"
+        f"    class: PooledSqliteStorage\n    config:\n      base_dir: {home}\n"
+    )
+    instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
+    assert dg.materialize([numbers], instance=instance, partition_key="p0").success
+    instance.dispose()
+
+
+# Another Dagster release, simulated before anything of the project is imported: the project's
+# storage configuration and executor give Dagster's own, with one warning, and a run works.
+_ANOTHER_DAGSTER = """
+import json, sys, warnings
+import dagster as dg
+dg.__version__ = "1.99.0"
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from hrm_assets.defs.common.executor import MULTIPROCESS_EXECUTOR
+    from hrm_assets.dagster_internals import executor, instance, partition_records
+    import hrm_assets.instance_storage
+from dagster._core.instance.ref import InstanceRef
+
+@dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a"]))
+def numbers(context):
+    return dg.MaterializeResult(metadata={"partition": context.partition_key})
+
+home = sys.argv[1]
+loaded = dg.DagsterInstance.from_ref(InstanceRef.from_dir(home))
+ran = dg.materialize([numbers], instance=loaded, partition_key="a").success
+targets = partition_records.latest_materialization_targets(loaded, dg.AssetKey("numbers"), ["a"])
+print(json.dumps({
+    "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+    "storages": [
+        f"{type(storage).__module__}.{type(storage).__name__}"
+        for storage in (loaded.event_log_storage, loaded.run_storage)
+    ],
+    "own_executor": executor.multiprocess_executor() is dg.multiprocess_executor,
+    "grouped": type(partition_records.grouped_records(loaded)).__name__,
+    "ran": ran,
+    "targets": sorted(targets),
+}))
+"""
+
+
+def test_another_dagster_release_gets_dagsters_own_storage_and_executor(home):
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _ANOTHER_DAGSTER, str(home)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    (warning,) = found.pop("warnings")
+    assert warning.startswith("UntestedDagsterWarning: hrm_assets.dagster_internals was written")
+    assert "found 1.99.0" in warning
+    assert found == {
+        "storages": [
+            "dagster._core.storage.event_log.sqlite.sqlite_event_log.SqliteEventLogStorage",
+            "dagster._core.storage.runs.sqlite.sqlite_run_storage.SqliteRunStorage",
+        ],
+        "own_executor": True,
+        "grouped": "nullcontext",
+        "ran": True,
+        "targets": ["a"],
+    }

@@ -279,7 +279,7 @@ def test_materialize_sources_runs_each_source_and_names_the_failing_ones(
 def test_a_batched_run_groups_its_records_on_the_local_storage(
     any_instance, data_paths, real_raw, monkeypatch
 ):
-    from hrm_assets.instance_storage import PooledSqliteEventLogStorage
+    from hrm_assets.dagster_internals.event_log import PooledSqliteEventLogStorage
 
     entered = []
     grouped_commits = PooledSqliteEventLogStorage.grouped_commits

@@ -2,7 +2,8 @@
 
 ``HRM_EXECUTOR`` picks the executor: ``multiprocess`` (default, one machine; each step is forked
 from a server process that imported Dagster and the definitions once, see
-:data:`FORKSERVER_PRELOAD`, and a run of a single step runs it in the run's own process),
+:data:`FORKSERVER_PRELOAD`, and a run of a single step runs it in the run's own process:
+``dagster_internals.executor``),
 ``in_process``, or ``celery``: Dagster's Celery executor, broker
 ``HRM_CELERY_BROKER`` (default a local Redis), results in ``HRM_CELERY_BACKEND`` (default: the
 broker). Nothing else changes: steps carry their queue in the ``dagster-celery/queue`` tag
@@ -20,8 +21,8 @@ import socket
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.executor.base import Executor
-from dagster._core.executor.in_process import InProcessExecutor
+
+from hrm_assets.dagster_internals.executor import multiprocess_executor
 
 EXECUTOR_ENV = "HRM_EXECUTOR"
 BROKER_ENV = "HRM_CELERY_BROKER"
@@ -53,45 +54,7 @@ def _forkserver_by_default(config: dict) -> dict:
     return {"start_method": preload, **config}
 
 
-class SingleStepInProcess(Executor):
-    """A process per step, except for a run of one step, which runs in the run's process.
-
-    Most runs here are one step (a source's cleaning, a source's tokenized files, a node's
-    epochs); a second process for it gains nothing (the run's process only waits) and costs its
-    start, the forkserver's included: seconds, most of a no-op run.
-    """
-
-    def __init__(self, multiprocess: Executor):
-        self._multiprocess = multiprocess
-        self._in_process = InProcessExecutor(
-            retries=multiprocess.retries,
-            step_dependency_config=multiprocess.step_dependency_config,
-        )
-
-    @property
-    def retries(self):
-        return self._multiprocess.retries
-
-    @property
-    def step_dependency_config(self):
-        return self._multiprocess.step_dependency_config
-
-    def execute(self, plan_context, execution_plan):
-        if len(execution_plan.step_keys_to_execute) == 1:
-            return self._in_process.execute(plan_context, execution_plan)
-        return self._multiprocess.execute(plan_context, execution_plan)
-
-
-@dg.executor(
-    name="multiprocess",
-    config_schema=dg.multiprocess_executor.config_schema.as_field(),
-    requirements=dg.multiple_process_executor_requirements(),
-)
-def _multiprocess_single_step_in_process(init_context) -> Executor:
-    return SingleStepInProcess(dg.multiprocess_executor.executor_creation_fn(init_context))
-
-
-MULTIPROCESS_EXECUTOR = _multiprocess_single_step_in_process.configured(
+MULTIPROCESS_EXECUTOR = multiprocess_executor().configured(
     _forkserver_by_default, config_schema=dg.multiprocess_executor.config_schema.as_field()
 )
 

@@ -10,70 +10,38 @@ A partition is recorded when its data version differs from the one Dagster last 
 it (a new or changed file, a new tokenizer, or a folder written outside Dagster). An unchanged
 partition's latest record already states its version, rows and checks, so a no-op rebuild of
 thousands of files writes no per-file events: only its failing checks are recorded.
+
+What needs Dagster's internals (its tags, planned events, the storage's grouped commits and
+bulk reads) is in ``hrm_assets.dagster_internals.partition_records``; this module builds the
+records of a tokenized file from it.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Sequence
-
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
-from dagster._core.definitions.data_version import (
-    CODE_VERSION_TAG,
-    DATA_VERSION_IS_USER_PROVIDED_TAG,
-    DATA_VERSION_TAG,
-    DEFAULT_DATA_VERSION,
-    get_input_data_version_tag,
-    get_input_event_pointer_tag,
-)
-from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent, DagsterEventType
 
+from hrm_assets.dagster_internals.partition_records import (
+    DATA_VERSION_TAG,
+    MaterializationTarget,
+    grouped_records,
+    latest_materialization_targets,
+    mark_failed,
+    recorded_data_versions,
+    targets_from_records,
+    version_tags,
+)
 from hrm_assets.tokenization.tokenize import TokenizeOutcome
 
-_NULL_EVENT_POINTER = "NULL"
-
-
-def grouped_records(instance: dg.DagsterInstance) -> contextlib.AbstractContextManager:
-    """Within: the run's events are committed in groups where the instance's storage can (the
-    local SQLite one: ``instance_storage.grouped_commits``); elsewhere one by one as usual."""
-    # Looked up, not imported: the storage module is only loaded by instances that use it.
-    grouped_commits = getattr(instance.event_log_storage, "grouped_commits", None)
-    return grouped_commits() if grouped_commits is not None else contextlib.nullcontext()
-
-
-def recorded_data_versions(
-    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
-) -> dict[str, str]:
-    """The data version Dagster last recorded for each of ``partitions`` (one query)."""
-    tags = instance.event_log_storage.get_latest_tags_by_partition(
-        asset_key,
-        DagsterEventType.ASSET_MATERIALIZATION,
-        tag_keys=[DATA_VERSION_TAG],
-        asset_partitions=list(partitions),
-    )
-    return {
-        key: found[DATA_VERSION_TAG] for key, found in tags.items() if DATA_VERSION_TAG in found
-    }
-
-
-def version_tags(
-    instance: dg.DagsterInstance, deps: Iterable[dg.AssetKey], code_version: str
-) -> dict[str, str]:
-    """The code-version and input-provenance tags of a materialization, as Dagster writes
-    them (so the UI's staleness works), for the inputs' latest materializations."""
-    tags = {CODE_VERSION_TAG: code_version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
-    for key in deps:
-        latest = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1)
-        record = latest.records[0] if latest.records else None
-        version = record.asset_materialization.tags.get(DATA_VERSION_TAG) if record else None
-        tags[get_input_data_version_tag(key)] = version or DEFAULT_DATA_VERSION.value
-        tags[get_input_event_pointer_tag(key)] = (
-            str(record.storage_id) if record else _NULL_EVENT_POINTER
-        )
-    return tags
+__all__ = [
+    "grouped_records",
+    "latest_materialization_targets",
+    "mark_failed",
+    "materialization",
+    "partition_evaluation",
+    "recorded_data_versions",
+    "targets_from_records",
+    "version_tags",
+]
 
 
 def materialization(
@@ -97,45 +65,11 @@ def materialization(
     )
 
 
-def latest_materialization_targets(
-    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
-) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
-    """What a check evaluation of each of ``partitions`` refers to: its latest materialization
-    (two queries for all of them; partitions never materialized are left out). Read by the
-    instance's storage where it can (the local SQLite one, without rebuilding whole events)."""
-    read = getattr(instance.event_log_storage, "latest_materialization_targets", None)
-    if read is not None:
-        return read(asset_key, partitions)
-    return targets_from_records(instance, asset_key, partitions)
-
-
-def targets_from_records(
-    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partitions: Sequence[str]
-) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
-    """:func:`latest_materialization_targets` through Dagster's records, on any storage."""
-    latest = instance.event_log_storage.get_latest_storage_id_by_partition(
-        asset_key, DagsterEventType.ASSET_MATERIALIZATION, partitions=set(partitions)
-    )
-    if not latest:
-        return {}
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=list(latest.values())),
-        limit=len(latest),
-    ).records
-    return {
-        record.partition_key: AssetCheckEvaluationTargetMaterializationData(
-            storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
-        )
-        for record in records
-        if record.partition_key is not None
-    }
-
-
 def partition_evaluation(
     result: dg.AssetCheckResult,
     asset_key: dg.AssetKey,
     partition: str,
-    target: AssetCheckEvaluationTargetMaterializationData | None,
+    target: MaterializationTarget | None,
 ) -> dg.AssetCheckEvaluation:
     """A check result as the evaluation of one partition (``AssetCheckResult`` can only name
     the run's partition, and a batched run has many)."""
@@ -148,22 +82,3 @@ def partition_evaluation(
         blocking=True,
         partition=partition,
     )
-
-
-def mark_failed(
-    context: dg.AssetExecutionContext, asset_key: dg.AssetKey, partitions: Iterable[str]
-) -> None:
-    """Make Dagster show ``partitions`` as failed when the run fails.
-
-    Dagster marks a failed run's partitions as failed from their per-partition "planned"
-    events; an instance that plans a run's partitions as one subset
-    (``instance_storage.PooledSqliteStorage``) writes none, so write them for these.
-    """
-    step_key = context.op_execution_context.get_step_execution_context().step.key
-    for partition in partitions:
-        planned = DagsterEvent.build_asset_materialization_planned_event(
-            context.job_name,
-            step_key,
-            AssetMaterializationPlannedData(asset_key, partition=partition),
-        )
-        context.instance.report_dagster_event(planned, run_id=context.run.run_id)
