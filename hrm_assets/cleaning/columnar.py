@@ -204,6 +204,18 @@ def constant(value: str, length: int) -> pa.Array:
     return pa.array([value], pa.string()).take(np.zeros(length, dtype=np.int32))
 
 
+# What str.strip() removes: every character for which str.isspace() holds (pyarrow's
+# utf8_trim_whitespace leaves some of them, U+00A0 among others).
+PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def strip(column: pa.Array) -> pa.Array:
+    """``str.strip()`` of every string of ``column``."""
+    import pyarrow.compute as pc
+
+    return pc.utf8_trim(column, characters=PYTHON_WHITESPACE)
+
+
 def rows_table(condition: pa.Array, instruction: pa.Array, response: pa.Array) -> pa.Table:
     import pyarrow as pa
 

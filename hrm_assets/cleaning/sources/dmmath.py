@@ -22,7 +22,6 @@ Deliberate differences:
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from hrm_assets.cleaning.columnar import (
     ColumnarRule,
     constant,
     rows_table,
+    strip,
 )
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.local_files import (
@@ -99,8 +99,6 @@ def clean_dmmath(record: Record, part: str) -> Iterator[Row]:
 # -- on columns ----------------------------------------------------------------------------------
 
 BLOCK_BYTES = 4 * 1024 * 1024
-# What str.strip() removes: every character for which str.isspace() holds.
-PYTHON_WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
 
 
 def _pair_schema():
@@ -115,8 +113,6 @@ def _stripped_lines(block: bytes, path: Path):
     is not UTF-8."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
-
     data = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if not data:
         return pa.array([], pa.large_string())
@@ -131,7 +127,7 @@ def _stripped_lines(block: bytes, path: Path):
         lines.validate(full=True)
     except pa.ArrowInvalid as error:
         raise ValueError(f"{path}: text is not valid UTF-8 ({error})") from None
-    return pc.utf8_trim(lines, characters=PYTHON_WHITESPACE)
+    return strip(lines)
 
 
 def _blocks(path: Path) -> Iterator[bytes]:

@@ -6,6 +6,8 @@ as instruction and the stripped final answer (the text after ``#### ``) as respo
 Deliberate difference: data_io asserts that the answer splits into exactly two parts on
 ``"#### "`` and crashes otherwise; here such a record is skipped and reported (reason
 ``answer does not split in two on '#### '``). Rows of every other record are identical.
+
+A Parquet mirror (the Hub's own format) is cleaned on columns (:func:`clean_gsm8k_batch`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,16 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from hrm_assets.cleaning.columnar import (
+    BatchSkip,
+    CleanedBatch,
+    ColumnarRule,
+    constant,
+    require_text_columns,
+    rows_table,
+    strip,
+    text,
+)
 from hrm_assets.cleaning.rows import Row
 from hrm_assets.cleaning.sources.hub import HubLayout
 from hrm_assets.cleaning.sources.spec import Record, SkipRecord, SourceSpec
@@ -26,6 +38,58 @@ def clean_gsm8k(record: Record, part: str) -> Iterator[Row]:
     if len(pieces) != 2:
         raise SkipRecord(BAD_ANSWER, f"{len(pieces)} parts")
     yield Row("direct", record["question"].strip(), pieces[-1].strip())
+
+
+COLUMNS = ("question", "answer")
+MALFORMED = "malformed raw record (AttributeError)"
+
+
+def clean_gsm8k_batch(batch, part: str) -> CleanedBatch:
+    """:func:`clean_gsm8k` on a record batch; a null answer or question is the malformed
+    record the row path reports (``None.split``, ``None.strip``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    question, answer = text(batch.column("question")), text(batch.column("answer"))
+    null_answer = answer.is_null().to_numpy(zero_copy_only=False)
+    # "#### " cannot overlap itself: one occurrence is exactly a split in two.
+    once = pc.equal(pc.count_substring(answer, ANSWER_SEPARATOR), 1)
+    bad = ~null_answer & ~pc.fill_null(once, False).to_numpy(zero_copy_only=False)
+    null_question = ~null_answer & ~bad & question.is_null().to_numpy(zero_copy_only=False)
+    chosen = np.flatnonzero(~(null_answer | bad | null_question))
+    take = pa.array(chosen)
+    after = pc.list_element(pc.split_pattern(answer.take(take), ANSWER_SEPARATOR), 1)
+    output = GSM8K_TRAIN.output
+
+    def pieces(row: int) -> str:
+        return f"{len(batch.column('answer')[row].as_py().split(ANSWER_SEPARATOR))} parts"
+
+    def malformed(row: int) -> str:
+        attribute = "split" if null_answer[row] else "strip"
+        return f"AttributeError: 'NoneType' object has no attribute '{attribute}'"
+
+    return CleanedBatch(
+        rows=rows_table(constant("direct", len(chosen)), strip(question.take(take)), strip(after)),
+        records=chosen,
+        output=output,
+        skips=[
+            BatchSkip(
+                MALFORMED,
+                np.flatnonzero(null_answer | null_question),
+                detail=malformed,
+                output=lambda _row: output,
+            ),
+            BatchSkip(BAD_ANSWER, np.flatnonzero(bad), detail=pieces, output=lambda _row: output),
+        ],
+    )
+
+
+GSM8K_COLUMNAR = ColumnarRule(
+    columns=COLUMNS,
+    clean=clean_gsm8k_batch,
+    check_schema=lambda schema: require_text_columns(schema, COLUMNS),
+)
 
 
 # -- demo corpus: invented grade-school word problems in the Hub schema -------------------
@@ -117,6 +181,7 @@ GSM8K_TRAIN = SourceSpec(
     clean=clean_gsm8k,
     layout=HubLayout(),
     demo=demo_gsm8k,
+    columnar=GSM8K_COLUMNAR,
     description="GSM8K grade-school math, final answers only (direct).",
 )
 
