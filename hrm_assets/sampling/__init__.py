@@ -1,6 +1,14 @@
 """Stage 4, sampling: a tokenized root -> the ``epoch_N/`` arrays HRM-Text trains on.
 
-- :mod:`~hrm_assets.sampling.sampler`: ``sample_tokenized`` and ``SamplingConfig``.
+- :mod:`~hrm_assets.sampling.sampler`: ``sample_tokenized``, the run; its parts:
+  :mod:`~hrm_assets.sampling.config` (``SamplingConfig``, ``SamplingError``),
+  :mod:`~hrm_assets.sampling.task_folders` (the tokenized inputs read and checked),
+  :mod:`~hrm_assets.sampling.task_reports` (each task's rule and figures),
+  :mod:`~hrm_assets.sampling.preflight` (warnings and refusals before drawing),
+  :mod:`~hrm_assets.sampling.output_guard` (the output folder replaced, and its lock),
+  :mod:`~hrm_assets.sampling.epoch_writing` (the epochs drawn and written),
+  :mod:`~hrm_assets.sampling.sampled_files` (``metadata.json``, ``manifest.json``),
+  :mod:`~hrm_assets.sampling.result` (``SamplingResult``).
 - :mod:`~hrm_assets.sampling.cli`: data_io's sampling command (``hrm-sample``,
   ``python -m hrm_assets.sampling key=value ...``).
 - :mod:`~hrm_assets.sampling.defaults`: every setting's default, bound and help (one place).

@@ -30,6 +30,7 @@ from hrm_assets.common.manifest import (
 )
 from hrm_assets.export.cli import main as export_main
 from hrm_assets.sampling import arrays as sampled_arrays
+from hrm_assets.sampling import sampled_files
 from hrm_assets.sampling import sampler as sampler_module
 from hrm_assets.sampling.cli import main as sample_main
 from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
@@ -394,7 +395,7 @@ def test_a_full_disk_while_sampling_names_the_file_and_keeps_the_output(
     # Where the epochs are written in Python (the Rust writers name their files themselves),
     # and the fsync of metadata.json.
     monkeypatch.setattr(sampled_arrays, "_write_all", disk_full)
-    monkeypatch.setattr(sampler_module, "fsync_file", disk_full)
+    monkeypatch.setattr(sampled_files, "fsync_file", disk_full)
     capsys.readouterr()
     assert sample_main(arguments) == 1
     err = capsys.readouterr().err

@@ -260,13 +260,13 @@ def test_rules_edited_while_sampling_fail_the_run_and_leave_nothing(tmp_path, in
     with pytest.raises(DataCardError, match="changed while sampling"):
         read_prefix_config(rules_path, applied[:-1])
 
-    fill = sampling._fill_coverage
+    fill = sampling.fill_coverage
 
     def edit_rules_meanwhile(*args):
         write_rules(rules_path, [{"prefix": "SYNTH__", "max_per_file": 1}])
         return fill(*args)
 
-    monkeypatch.setattr(sampling, "_fill_coverage", edit_rules_meanwhile)
+    monkeypatch.setattr(sampling, "fill_coverage", edit_rules_meanwhile)
     with pytest.raises(SamplingError, match=f"{rules_path}: prefix_config changed"):
         sample(inputs, tmp_path / "out")
     assert not (tmp_path / "out").exists()

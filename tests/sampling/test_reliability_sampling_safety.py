@@ -27,6 +27,7 @@ from hrm_assets import verify
 from hrm_assets.common.atomic import exclusive_lock, lock_path_for, shared_lock
 from hrm_assets.common.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
 from hrm_assets.sampling import cli as sample
+from hrm_assets.sampling import epoch_writing
 from hrm_assets.sampling import sampler as sampling
 from hrm_assets.sampling.epoch_budget import EpochBudgetError, TaskDemand, check_epoch_budget
 from hrm_assets.sampling.prefix_config import DEFAULT_RULE, PrefixRule
@@ -356,13 +357,13 @@ def test_the_sampler_replaces_only_what_it_can_prove_it_wrote(tmp_path, kind):
 
 def test_something_put_into_the_output_during_a_run_is_refused_not_deleted(tmp_path, monkeypatch):
     base, out = _sampled_once(tmp_path)
-    real_draw = sampling.draw_epochs
+    real_draw = epoch_writing.draw_epochs
 
     def draw_while_a_user_writes(*args, **kwargs):
         _user_file_beside_listed_arrays(out)
         return real_draw(*args, **kwargs)
 
-    monkeypatch.setattr(sampling, "draw_epochs", draw_while_a_user_writes)
+    monkeypatch.setattr(epoch_writing, "draw_epochs", draw_while_a_user_writes)
     with pytest.raises(SamplingError, match=re.escape(str(out / "epoch_1" / "notes.txt"))):
         sample_tokenized(make_config(**{**base, "seed": 7}))
     assert (out / "epoch_1" / "notes.txt").read_text() == "mine"

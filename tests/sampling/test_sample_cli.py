@@ -22,7 +22,7 @@ from support.tokenized_trees import (
 
 from hrm_assets.common import settings
 from hrm_assets.sampling import cli as sample
-from hrm_assets.sampling import sampler as sampling
+from hrm_assets.sampling import epoch_writing
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -167,7 +167,7 @@ def test_bad_data_exit_1(inputs, capsys, kind, message):
 
 def test_io_error_is_one_line(inputs, capsys, monkeypatch):
     tmp_path, tokenized, rules = inputs
-    real_draw = sampling.draw_epochs
+    real_draw = epoch_writing.draw_epochs
 
     def draw_onto_full_disk(staged, *args, **kwargs):
         def full_disk() -> None:
@@ -175,7 +175,7 @@ def test_io_error_is_one_line(inputs, capsys, monkeypatch):
 
         return real_draw(staged, *args, **{**kwargs, "progress": full_disk})
 
-    monkeypatch.setattr(sampling, "draw_epochs", draw_onto_full_disk)
+    monkeypatch.setattr(epoch_writing, "draw_epochs", draw_onto_full_disk)
     status, out, err = run_main(
         capsys,
         f"tokenized_path={tokenized}",

@@ -32,7 +32,7 @@ from support.tokenized_trees import (
 )
 
 from hrm_assets.sampling import arrays as sampled_arrays
-from hrm_assets.sampling import epoch_draw
+from hrm_assets.sampling import epoch_draw, epoch_writing, task_folders
 from hrm_assets.sampling import sampler as sampling
 from hrm_assets.sampling.analytics import (
     category_records,
@@ -175,7 +175,9 @@ def _span_tables(task_dirs, counts):
     each reported as read."""
     rust_seen, python_seen = [], []
     rust = sampling.read_span_table(task_dirs, counts, rust_seen.append)
-    table, bounds = sampling._read_span_table_by_task(task_dirs, counts, python_seen.append, skip=0)
+    table, bounds = task_folders._read_span_table_by_task(
+        task_dirs, counts, python_seen.append, skip=0
+    )
     assert sum(rust_seen) == sum(python_seen) == len(task_dirs)
     return rust, (table, bounds)
 
@@ -219,7 +221,7 @@ def test_span_files_the_rust_reader_does_not_take_are_read_in_python(tmp_path):
     values = np.load(path)
     with open(path, "wb") as handle:
         np.lib.format.write_array(handle, values, version=(2, 0))
-    assert sampling._core.read_span_columns(task_dirs, list(SPAN_NAMES)) is None
+    assert task_folders._core.read_span_columns(task_dirs, list(SPAN_NAMES)) is None
     (table, _), _ = _span_tables(task_dirs, counts)
     assert np.array_equal(table.resp_len, expected.resp_len)
 
@@ -471,7 +473,7 @@ def test_failed_run_leaves_previous_output_intact(tmp_path, monkeypatch, engine)
         kwargs["progress"] = disk_full
         return real_draw(*args, **kwargs)
 
-    monkeypatch.setattr(sampling, "draw_epochs", draw_until_full)
+    monkeypatch.setattr(epoch_writing, "draw_epochs", draw_until_full)
     if engine == "numpy":
         monkeypatch.setattr(epoch_draw, "rust_draw_matches_numpy", lambda: False)
     with pytest.raises(OSError, match="No space left"):
