@@ -82,7 +82,7 @@ def run_contamination_benchmark(
     )
     from hrm_assets import _core
     from hrm_assets.contamination.scan import Scanner, analyze
-    from hrm_assets.tokenization.framing import Framing
+    from hrm_assets.contracts.framing import Framing
 
     log = log or (lambda message: None)
     threads = threads or os.cpu_count() or 1

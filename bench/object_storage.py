@@ -213,7 +213,7 @@ def _tokenize(cleaned: str, out: str, tokenizer: str) -> dict:
     through ``tokenize_files``, ``s3://`` roots through ``tokenize_remote``."""
     from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.common.storage import ObjectRoot, is_url
-    from hrm_assets.tokenization.framing import Framing
+    from hrm_assets.contracts.framing import Framing
     from hrm_assets.tokenization.remote import RemoteCleaned, RemoteTokenized, tokenize_remote
     from hrm_assets.tokenization.tokenize import (
         TokenizeFailure,
@@ -279,7 +279,7 @@ def _tokenize_rust(source: str, out: str, tokenizer: str, fetch: str = "object_s
     layer's library: a GET into a local file, then the Rust core on that file)."""
     from hrm_assets import _core
     from hrm_assets.common.storage import ObjectRoot, is_url, storage_options
-    from hrm_assets.tokenization.framing import Framing
+    from hrm_assets.contracts.framing import Framing
 
     framing = Framing()
     encoder = _core.Encoder(

@@ -220,7 +220,7 @@ def _python_method(tokenizer_path: Path, files: list[Path], out: Path, threads: 
     from tokenizers import Tokenizer
 
     from hrm_assets.cleaning.rows import iter_cleaned_rows
-    from hrm_assets.tokenization.framing import Framing, split_condition
+    from hrm_assets.contracts.framing import Framing, split_condition
 
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     tokenizer.encode_special_tokens = True
@@ -272,7 +272,7 @@ def _rust_method(
     tokenizer_path: Path, files: list[Path], out: Path, threads: int, engine: str
 ) -> dict:
     from hrm_assets import _core
-    from hrm_assets.tokenization.framing import Framing
+    from hrm_assets.contracts.framing import Framing
 
     framing = Framing()
     started = time.perf_counter()

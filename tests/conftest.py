@@ -107,7 +107,7 @@ def s3_bucket(s3_server, monkeypatch) -> str:
 def encoder(small_tokenizer_path):
     """The Rust encoder of the small tokenizer, with data_io's framing."""
     from hrm_assets import _core
-    from hrm_assets.tokenization.framing import Framing
+    from hrm_assets.contracts.framing import Framing
 
     framing = Framing()
     return _core.Encoder(

@@ -54,7 +54,7 @@ from hrm_assets.common.atomic import AtomicGroup, atomic_file, exclusive_lock
 from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.common.object_mirror import mirror_tree
 from hrm_assets.common.storage import ObjectRoot
-from hrm_assets.tokenization.framing import split_condition
+from hrm_assets.contracts.framing import split_condition
 
 DEFAULT_BATCH_SIZE = 8192
 MAX_SKIP_EXAMPLES = 5

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from hrm_assets.tokenization.framing import KNOWN_TAGS, split_condition
+from hrm_assets.contracts.framing import KNOWN_TAGS, split_condition
 
 FIELDS = ("condition", "instruction", "response")
 # The column order of data_io's Parquet cleaners (``{"instruction": [], "response": [],

@@ -1,4 +1,5 @@
-"""``prefix_config.yaml``: per-task sampling rules, matched by name prefix (first match wins).
+"""``prefix_config.yaml``: reading and validating the per-task sampling rules (the rules and
+their matching by name prefix are a contract: :mod:`hrm_assets.contracts.prefix_rules`).
 
 Types are strict: ``max_per_file: true`` or ``repeat: "2"`` is an error, not 1 or 2 (YAML's
 ``20_000`` is an integer). ``repeat`` is at least 1: ``repeat: 0`` would empty its tasks
@@ -9,42 +10,27 @@ asks for fit is checked against the data by the sampler (:mod:`hrm_assets.sampli
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from hrm_assets.common.config_errors import field_problems
+from hrm_assets.contracts.prefix_rules import DEFAULT_RULE, PrefixRule, SamplingRule, rule_for
+
+__all__ = [
+    "DEFAULT_RULE",
+    "PrefixConfigError",
+    "PrefixRule",
+    "SamplingRule",
+    "load_prefix_rules",
+    "read_prefix_config",
+    "rule_for",
+]
 
 
 class PrefixConfigError(ValueError):
     """The rules file is missing or malformed; the message names the file and the rule."""
 
-
-class SamplingRule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    max_per_file: int | None = Field(default=None, ge=0)
-    long_context: Literal["drop", "truncate"] = "truncate"
-    repeat: int = 1
-
-    @field_validator("repeat")
-    @classmethod
-    def _repeat_samples_something(cls, value: int) -> int:
-        if value == 0:
-            raise ValueError(
-                "0 would sample nothing from these tasks; use max_per_file: 0 to leave tasks out"
-            )
-        if value < 0:
-            raise ValueError(f"must be at least 1 (got {value})")
-        return value
-
-
-class PrefixRule(SamplingRule):
-    prefix: str
-
-
-DEFAULT_RULE = SamplingRule()
 
 # libyaml's safe loader when PyYAML was built with it (ten times faster), else the pure one.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -103,11 +89,3 @@ def load_prefix_rules(path: Path) -> list[PrefixRule]:
         except ValidationError as exc:
             raise PrefixConfigError(f"{where}: {field_problems(exc)}") from None
     return rules
-
-
-def rule_for(name: str, rules: list[PrefixRule]) -> SamplingRule:
-    """The first rule whose prefix starts ``name``, else the defaults."""
-    for rule in rules:
-        if name.startswith(rule.prefix):
-            return rule
-    return DEFAULT_RULE

@@ -27,7 +27,7 @@ from hrm_assets.common.atomic import atomic_write_bytes, atomic_write_text
 from hrm_assets.common.build_record import read_record
 from hrm_assets.common.hashing import file_sha256, value_sha256
 from hrm_assets.common.layout import CleanedFile, scan_cleaned_files
-from hrm_assets.sampling.prefix_config import PrefixRule, rule_for
+from hrm_assets.contracts.prefix_rules import PrefixRule, rule_for
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

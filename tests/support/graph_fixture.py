@@ -11,11 +11,11 @@ import pytest
 from dagster._core.instance.ref import InstanceRef
 
 from hrm_assets.common.settings import default_prefix_config_path
+from hrm_assets.contracts.framing import Framing
 from hrm_assets.definitions import build_definitions
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.demo import write_demo_corpus
 from hrm_assets.quickstart import materialize_graph
-from hrm_assets.tokenization.framing import Framing
 from hrm_assets.tokenization.tokenize import write_tokenizer_info
 
 VOCAB = 1024

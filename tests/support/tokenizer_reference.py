@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tokenizers import Tokenizer
 
-from hrm_assets.tokenization.framing import Framing, split_condition
+from hrm_assets.contracts.framing import Framing, split_condition
 from support.ndarray_npy import ndarray_npy_bytes
 
 ARRAYS = ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")

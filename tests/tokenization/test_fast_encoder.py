@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer
 
 from hrm_assets import _core
-from hrm_assets.tokenization.framing import Framing
+from hrm_assets.contracts.framing import Framing
 from hrm_assets.tokenizer.train import SPECIAL_TOKENS, SPLIT_PATTERN, train_tokenizer
 
 VOCAB_SIZES = (300, 2048, 32768)

@@ -31,7 +31,7 @@ from support.tokenizer_reference import (
 
 from hrm_assets import _core
 from hrm_assets.cleaning.rows import RowError
-from hrm_assets.tokenization.framing import DEFAULT_CONDITIONS, Framing
+from hrm_assets.contracts.framing import DEFAULT_CONDITIONS, Framing
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from support.tokenizer_reference import (
 
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import scan_cleaned_files, scan_cleaned_tree
+from hrm_assets.contracts.framing import Framing
 from hrm_assets.tokenization import tokenize as tokenize_module
-from hrm_assets.tokenization.framing import Framing
 from hrm_assets.tokenization.tokenize import (
     CODE_VERSION,
     OWNER_MARKER,

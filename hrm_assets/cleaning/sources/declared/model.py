@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hrm_assets.cleaning.sources.declared.template import parse_template
-from hrm_assets.tokenization.framing import KNOWN_TAGS, split_condition
+from hrm_assets.contracts.framing import KNOWN_TAGS, split_condition
 
 RowField = Literal["instruction", "response"]
 OutputFormat = Literal["jsonl", "parquet"]
