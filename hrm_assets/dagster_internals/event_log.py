@@ -381,7 +381,8 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage, BatchedRecordStorage):
     def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
         # A run over 2,000 partitions then writes one "planned" event, not 2,000 (~25 s here).
         # Dagster marks a failed run's partitions as failed from per-partition planned events,
-        # so the tokenized assets write those for the files that failed (partition_records.mark_failed).
+        # so the tokenized assets write those for the files that failed
+        # (partition_records.mark_failed).
         return True
 
     def _store_asset_check_evaluation_planned(self, event, event_id: int | None) -> None:
@@ -442,7 +443,6 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage, BatchedRecordStorage):
             engine = self._engines.pop(shard, None)
         if engine is not None:
             engine.dispose()
-
 
 
 def _inserted_ids(connection: Connection, rows: list[dict]) -> list[int]:

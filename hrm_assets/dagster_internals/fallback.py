@@ -10,5 +10,7 @@ class DagstersOwnSqliteStorage(DagsterSqliteStorage):
     """Loaded from the project's storage configuration, builds what ``storage: sqlite`` does."""
 
     @classmethod
-    def from_config_value(cls, inst_data: ConfigurableClassData, config_value) -> DagsterSqliteStorage:
+    def from_config_value(
+        cls, inst_data: ConfigurableClassData, config_value
+    ) -> DagsterSqliteStorage:
         return DagsterSqliteStorage.from_config_value(inst_data, config_value)

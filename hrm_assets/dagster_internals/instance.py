@@ -17,6 +17,8 @@ from hrm_assets.dagster_internals import TESTED
 if TESTED:
     from hrm_assets.dagster_internals.sqlite_storage import PooledSqliteStorage
 else:
-    from hrm_assets.dagster_internals.fallback import DagstersOwnSqliteStorage as PooledSqliteStorage
+    from hrm_assets.dagster_internals.fallback import (
+        DagstersOwnSqliteStorage as PooledSqliteStorage,
+    )
 
 __all__ = ["PooledSqliteStorage"]

@@ -103,7 +103,8 @@ def test_a_range_run_plans_one_event_and_one_small_check_row_per_partition(home,
     ).records
     keys = ["a", 'quo"ted\\back', "ünïcode ✓", "tab\tnew\nline", "{}[]:,"]
     serialized = narrowed_events(planned.event_log_entry, keys)
-    monkeypatch.setattr("hrm_assets.dagster_internals.planned_checks.serialize_value", None)  # not once a key
+    # Not called once a key:
+    monkeypatch.setattr("hrm_assets.dagster_internals.planned_checks.serialize_value", None)
     for key in keys:
         assert serialized(key) == serialize_value(narrowed(planned.event_log_entry, key))
     instance.dispose()
