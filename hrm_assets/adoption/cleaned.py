@@ -70,6 +70,11 @@ class AdoptedScan:
     links_skipped: list[Path] = field(default_factory=list)  # folder links, dangling links
 
 
+def where(item: CleanedFile) -> str:
+    """Where an adopted file is, for people: its path, or its URL for an object."""
+    return getattr(item, "url", "") or str(item.path)
+
+
 def scan_adopted(roots: Sequence[Path]) -> AdoptedScan:
     """Every ``.jsonl``/``.parquet`` file under ``roots``, regular or a link to a regular file
     (a Hub cache), ``.tmp-*`` entries left out. Two files of different roots (or spellings)
@@ -194,7 +199,7 @@ class AdoptedCorpus:
         """One line naming the files no known source writes, or None."""
         if not self.unknown:
             return None
-        names = ", ".join(str(item.path) for item in self.unknown[:limit])
+        names = ", ".join(where(item) for item in self.unknown[:limit])
         more = f", and {len(self.unknown) - limit} more" if len(self.unknown) > limit else ""
         return (
             f"{len(self.unknown)} adopted file(s) belong to no known source and are not "
@@ -223,6 +228,6 @@ def adopt_cleaned(
 def file_records(source: SourceFiles) -> list[dict[str, object]]:
     """One record per file of a source: its path as adopted, size and SHA-256."""
     return [
-        {"file": str(item.path), "relative": relative, "bytes": size, "sha256": digest}
+        {"file": where(item), "relative": relative, "bytes": size, "sha256": digest}
         for item, (relative, size, digest) in zip(source.files, source.entries, strict=True)
     ]

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from hrm_assets.common.storage import Location, is_url, parse_location
+from hrm_assets.common.storage import Location, ObjectRoot, is_url, parse_location
 
 DATA_ROOT_ENV = "HRM_DATA_ROOT"
 RAW_ROOT_ENV = "HRM_RAW_ROOT"
@@ -116,27 +116,37 @@ def adopted_root_entries(value: str) -> list[str]:
     return entries
 
 
-def adopted_cleaned_roots(value: str | None = None) -> list[Path]:
+def adopted_cleaned_roots(value: str | None = None) -> list[Location]:
     """The adopted cleaned roots of ``value`` (default ``$HRM_ADOPT_CLEANED``), absolute; empty
     when unset. An ``hf://datasets/...`` entry is its snapshot folder in the Hub cache
-    (:mod:`hrm_assets.common.hub_cache`).
+    (:mod:`hrm_assets.common.hub_cache`); an ``s3://bucket/prefix`` entry is that
+    :class:`ObjectRoot` (read in place, hrm_assets.adoption.objects).
 
-    Raises ``ValueError`` (one line) for an entry that is an unusable URL.
+    Raises ``ValueError`` (one line) for an entry that is an unusable URL, and for folders and
+    ``s3://`` roots together (their files are tokenized by different steps).
     """
     from hrm_assets.common.hub_cache import hub_snapshot_folder, is_hub_address
 
     value = os.environ.get(ADOPT_CLEANED_ENV, "") if value is None else value
-    roots = []
+    roots: list[Location] = []
     for entry in adopted_root_entries(value):
         if is_hub_address(entry):
             roots.append(hub_snapshot_folder(entry))
+        elif is_url(entry) and entry.startswith("s3://"):
+            roots.append(ObjectRoot.parse(entry))
         elif is_url(entry):
             raise ValueError(
-                f"{ADOPT_CLEANED_ENV}: {entry}: only folders and hf://datasets/... addresses "
-                "are adopted; copy the corpus to a folder (aws s3 sync) and adopt that"
+                f"{ADOPT_CLEANED_ENV}: {entry}: only folders, hf://datasets/... addresses and "
+                "s3:// roots are adopted; copy the corpus to a folder and adopt that"
             )
         else:
             roots.append(Path(entry).absolute())
+    remote = [root for root in roots if isinstance(root, ObjectRoot)]
+    if remote and len(remote) < len(roots):
+        raise ValueError(
+            f"{ADOPT_CLEANED_ENV}: {remote[0]} and {next(r for r in roots if r not in remote)}: "
+            "adopt s3:// roots or folders, not both at once"
+        )
     return roots
 
 

@@ -113,6 +113,10 @@ class RemoteCleaned:
             return None
         return CleanedFile(path=self.local / present[0], root=self.local)
 
+    def url_of(self, item: CleanedFile) -> str:
+        """The URL the Rust core reads the file from."""
+        return str(self.root.join(item.relative))
+
     def heads(self, files: Sequence[CleanedFile]) -> dict[str, ObjectInfo]:
         """Each file's object with its stored SHA-256 (one HEAD each, several at once)."""
         found = self.store.head_many(item.relative for item in files)
@@ -307,7 +311,7 @@ def _write_planned(
         chunk = planned[start : start + CHUNK_FILES]
         jobs = [
             (
-                str(cleaned.root.join(item.relative)),
+                cleaned.url_of(item),
                 str(out.root.join(item.safe_name)),
                 json.dumps(metadata),
             )

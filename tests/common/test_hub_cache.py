@@ -70,6 +70,6 @@ def test_adopted_roots_mix_folders_and_addresses(hub_cache, tmp_path):
     assert adopted_cleaned_roots(value) == [tmp_path / "data", hub_cache]
 
 
-def test_an_object_storage_address_is_refused_with_what_to_do(tmp_path):
-    with pytest.raises(ValueError, match="HRM_ADOPT_CLEANED: s3://bucket/cleaned: only folders"):
-        adopted_cleaned_roots("s3://bucket/cleaned")
+def test_an_unadoptable_url_is_refused_with_what_to_do(tmp_path):
+    with pytest.raises(ValueError, match="HRM_ADOPT_CLEANED: gs://bucket/cleaned: only folders"):
+        adopted_cleaned_roots("gs://bucket/cleaned")

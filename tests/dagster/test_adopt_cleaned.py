@@ -14,19 +14,15 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from support.adopted_platform import Platform, tree_state
 from support.cleaned_rows import write_flan_file
 from support.project_commands import commands_in
 from support.tokenizer_reference import gsm8k_rows
 
 from hrm_assets.adoption.cleaned import adopt_cleaned, provenance_of, scan_adopted
 from hrm_assets.cleaning.sources import SOURCES
-from hrm_assets.common import settings
-from hrm_assets.definitions import build_definitions
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key, tokenized_key
-from hrm_assets.defs.common.resources import DataPaths
-from hrm_assets.defs.tokenized.partition_range import range_tags
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 
 pytestmark = pytest.mark.slow
 
@@ -67,84 +63,6 @@ def as_hub_cache(layout: Path, cache: Path) -> list[Path]:
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(os.path.relpath(blob, link.parent))
     return [snapshot / "data", snapshot / "data_clustered"]
-
-
-def tree_state(folder: Path) -> dict[str, tuple[bytes, int]]:
-    """Bytes and mtime of every file (through links) and the targets of links."""
-    state = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_symlink():
-            state[str(path)] = (os.readlink(path).encode(), path.lstat().st_mtime_ns)
-        elif path.is_file():
-            state[str(path)] = (path.read_bytes(), path.stat().st_mtime_ns)
-    return state
-
-
-class Platform:
-    """The whole graph on adopted roots, with the sensor and automation driven by hand as the
-    daemon drives them."""
-
-    def __init__(self, tmp_path: Path, roots: list[Path | str], tokenizer_dir: Path):
-        self.paths = DataPaths(
-            data_root=str(tmp_path / "ours"),
-            tokenizer_at=str(tokenizer_dir),
-            adopted_cleaned=os.pathsep.join(str(root) for root in roots),
-            prefix_config_path=str(settings.default_prefix_config_path()),
-        )
-        self.defs = build_definitions(self.paths)
-        self.instance = dg.DagsterInstance.ephemeral()
-        self.cursor = None
-
-    def sensor_tick(self) -> None:
-        """One tick of cleaned_files_sensor, its requests and records applied."""
-        context = dg.build_sensor_context(
-            instance=self.instance, resources={"data_paths": self.paths}
-        )
-        result = cleaned_files_sensor(context)
-        for request in result.dynamic_partitions_requests:
-            if isinstance(request, dg.AddDynamicPartitionsRequest):
-                self.instance.add_dynamic_partitions(
-                    request.partitions_def_name, list(request.partition_keys)
-                )
-            else:
-                for key in request.partition_keys:
-                    self.instance.delete_dynamic_partition(request.partitions_def_name, key)
-        for event in result.asset_events:
-            self.instance.report_runless_asset_event(event)
-
-    def automation_tick(self) -> dict[dg.AssetKey, list[str | None]]:
-        """What automation requests now, each request then materialized; returns it."""
-        result = dg.evaluate_automation_conditions(
-            defs=self.defs, instance=self.instance, cursor=self.cursor
-        )
-        self.cursor = result.cursor
-        requested: dict[dg.AssetKey, list[str | None]] = {}
-        for item in result.results:
-            key = item.key
-            if not isinstance(key, dg.AssetKey) or result.get_num_requested(key) == 0:
-                continue
-            if key.path[0] == "tokenized":
-                keys = set(result.get_requested_partitions(key))
-                requested[key] = sorted(keys)
-                # One run over the requested range, as the daemon launches a single-run
-                # backfill of them.
-                registered = self.instance.get_dynamic_partitions(
-                    TOKENIZED_PARTITIONS[key.path[1]].name
-                )
-                order = [name for name in registered if name in keys]
-                assert registered[registered.index(order[0]) :][: len(order)] == order
-                job = self.defs.resolve_job_def(f"tokenize_{key.path[1]}")
-                run = job.execute_in_process(instance=self.instance, tags=range_tags(order))
-                assert run.success
-            else:
-                requested[key] = [None]
-                job = self.defs.resolve_implicit_global_asset_job_def()
-                run = job.execute_in_process(instance=self.instance, asset_selection=[key])
-                assert run.success
-        return requested
-
-    def folder(self, key: str) -> Path:
-        return self.paths.tokenized_root / key
 
 
 @pytest.fixture(params=["data_io_folders", "hub_cache", "hub_address"])

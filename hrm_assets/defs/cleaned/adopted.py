@@ -22,11 +22,19 @@ from hrm_assets.adoption.cleaned import (
     load_memo,
     save_memo,
 )
+from hrm_assets.adoption.objects import (
+    AdoptedObjects,
+    adopt_objects,
+    load_object_memo,
+    save_object_memo,
+)
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
+from hrm_assets.common.settings import ADOPT_CLEANED_ENV
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.cleaned.checks import rows_valid_result
 from hrm_assets.defs.common.keys import cleaned_key
 from hrm_assets.defs.common.metadata import table
-from hrm_assets.defs.common.resources import DataPaths
+from hrm_assets.defs.common.resources import DataPaths, local_path
 
 DATA_VERSION_TAG = "dagster/data_version"
 
@@ -36,12 +44,72 @@ def memo_path(data_paths: DataPaths) -> Path:
     return data_paths.root / ".hrm-build" / "adopted-hashes.json"
 
 
+def object_memo_path(data_paths: DataPaths) -> Path:
+    """Where the adopted objects' hashes are kept, by (key, size, ETag, last modified)."""
+    return data_paths.root / ".hrm-build" / "adopted-object-hashes.json"
+
+
+def adopted_object_roots(data_paths: DataPaths) -> list[ObjectRoot]:
+    """The adopted roots when they are in object storage (settings refuse a mix), else []."""
+    return [root for root in data_paths.adopted_cleaned_roots if isinstance(root, ObjectRoot)]
+
+
+def local_adopted_root(data_paths: DataPaths) -> Path:
+    """The first adopted root as a path (an object root's working-copy path): what partition
+    lookups given the scanned files take as their root."""
+    return local_path(data_paths.adopted_cleaned_roots[0])
+
+
+def read_adopted_objects(data_paths: DataPaths) -> tuple[AdoptedObjects, AdoptedCorpus]:
+    """The adopted object roots listed now, objects hashed where their listing changed."""
+    memo = load_object_memo(object_memo_path(data_paths))
+    objects = AdoptedObjects(adopted_object_roots(data_paths), memo)
+    corpus = adopt_objects(objects, SOURCES.values())
+    save_object_memo(object_memo_path(data_paths), memo, objects.files())
+    return objects, corpus
+
+
 def read_adopted(data_paths: DataPaths) -> AdoptedCorpus:
     """The adopted roots read now, their files hashed where they changed."""
+    if adopted_object_roots(data_paths):
+        return read_adopted_objects(data_paths)[1]
     memo = load_memo(memo_path(data_paths))
     corpus = adopt_cleaned(data_paths.adopted_cleaned_roots, SOURCES.values(), memo)
     save_memo(memo_path(data_paths), memo, corpus.files())
     return corpus
+
+
+class RemoteAdoptedCleaned(AdoptedObjects):
+    """Adopted object roots as the remote tokenized step reads a cleaned root; the hashes it
+    computes are kept for the next look."""
+
+    def __init__(self, data_paths: DataPaths):
+        self.memo_file = object_memo_path(data_paths)
+        super().__init__(adopted_object_roots(data_paths), load_object_memo(self.memo_file))
+
+    def heads(self, files):
+        found = super().heads(files)
+        if self.memo.hashed:
+            save_object_memo(self.memo_file, self.memo, self.files())
+        return found
+
+
+def adopted_remote_roots(data_paths: DataPaths):
+    """(the adopted object roots, the remote tokenized root) for the tokenized step, or None
+    when the adopted roots are not in object storage. Their files are tokenized by the Rust
+    core reading each object in place, into a tokenized root in object storage."""
+    if not adopted_object_roots(data_paths):
+        return None
+    from hrm_assets.tokenization.remote import RemoteTokenized
+
+    tokenized = data_paths.tokenized_location
+    if not isinstance(tokenized, ObjectRoot):
+        raise ValueError(
+            f"{ADOPT_CLEANED_ENV} names s3:// roots, but the tokenized root {tokenized} is on "
+            "disk: set HRM_TOKENIZED_ROOT (or HRM_DATA_ROOT) to an s3:// root, where the "
+            "objects are tokenized without being copied here"
+        )
+    return RemoteAdoptedCleaned(data_paths), RemoteTokenized(tokenized)
 
 
 def adopted_metadata(source: SourceFiles, corpus: AdoptedCorpus) -> dict:
@@ -99,24 +167,34 @@ def record_adopted_source(
     """The cleaned asset's run in adoption mode: the files recorded and checked, none written."""
     from hrm_assets.defs.tokenized.partitions import sync_partitions
 
-    corpus = read_adopted(data_paths)
-    source = corpus.sources[spec.name]
+    if adopted_object_roots(data_paths):
+        objects, corpus = read_adopted_objects(data_paths)
+        source = corpus.sources[spec.name]
+        with objects.read_locally(source.files) as copies:
+            rows_valid = rows_valid_result(copies)
+    else:
+        corpus = read_adopted(data_paths)
+        source = corpus.sources[spec.name]
+        rows_valid = rows_valid_result(source.files)
     context.log.info(
         f"{spec.name}: {len(source.files)} adopted file(s) recorded as they are (not cleaned)"
     )
     warning = corpus.unknown_warning()
     if warning:
         context.log.warning(warning)
-    roots = data_paths.adopted_cleaned_roots
     added, removed = sync_partitions(
-        context.instance, spec, roots[0], data_paths.tokenized_location, source.files
+        context.instance,
+        spec,
+        local_adopted_root(data_paths),
+        data_paths.tokenized_location,
+        source.files,
     )
     if added or removed:
         context.log.info(f"tokenized partitions: +{len(added)} -{len(removed)}")
     return dg.MaterializeResult(
         data_version=dg.DataVersion(source.version),
         metadata=adopted_metadata(source, corpus),
-        check_results=[rows_valid_result(source.files)],
+        check_results=[rows_valid],
     )
 
 
@@ -167,7 +245,7 @@ def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> Adopti
     tokenizer = adopted_tokenizer_record(instance, data_paths)
     if tokenizer is not None:
         events.append(tokenizer)
-    root = data_paths.adopted_cleaned_roots[0]
+    root = local_adopted_root(data_paths)
     partitions = {
         name: partition_requests(instance, spec, root, corpus.sources[name].files)
         for name, spec in SOURCES.items()

@@ -65,8 +65,8 @@ class DataPaths(dg.ConfigurableResource):
         return self._location(self.tokenized_at, "tokenized")
 
     @property
-    def adopted_cleaned_roots(self) -> list[Path]:
-        """The adopted cleaned roots (empty: the cleaned root is ours)."""
+    def adopted_cleaned_roots(self) -> list[Location]:
+        """The adopted cleaned roots, folders or s3:// roots (empty: the cleaned root is ours)."""
         return settings.adopted_cleaned_roots(self.adopted_cleaned or "")
 
     @property

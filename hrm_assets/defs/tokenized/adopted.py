@@ -13,6 +13,7 @@ import dagster as dg
 from hrm_assets.adoption.tokenized import adopt_folder, is_foreign, tokenizer_info_problems
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedFile, scan_cleaned_tree
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.assets import CODE_VERSION, tokenizer_setup
@@ -45,6 +46,13 @@ def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> Toke
     """Records for the folders of the tokenized root that another tool wrote, for registered
     partitions; nothing when the root's ``tokenizer_info.json`` disagrees with the tokenizer
     in use (said in ``refused``)."""
+    if any(isinstance(root, ObjectRoot) for root in data_paths.adopted_cleaned_roots):
+        return TokenizedAdoption(
+            refused=[
+                "nothing adopted: a tokenized root is adopted with cleaned folders, not "
+                "with s3:// cleaned roots"
+            ]
+        )
     root = data_paths.tokenized_root
     setup = tokenizer_setup(data_paths)
     expected = setup.framing.tokenizer_info(setup.given_path, setup.encoder().vocab_size)

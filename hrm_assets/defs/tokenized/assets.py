@@ -343,6 +343,11 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
 def remote_roots(data_paths: DataPaths) -> tuple[RemoteCleaned, RemoteTokenized] | None:
     """The cleaned and tokenized roots in object storage, or None when both are local. One
     local and one remote is refused: the step reads one and writes the other by one protocol."""
+    from hrm_assets.defs.cleaned.adopted import adopted_remote_roots
+
+    adopted = adopted_remote_roots(data_paths)  # adopted s3:// roots, read in place
+    if adopted is not None:
+        return adopted
     cleaned, tokenized = data_paths.cleaned_location, data_paths.tokenized_location
     if isinstance(cleaned, ObjectRoot) and isinstance(tokenized, ObjectRoot):
         return RemoteCleaned.scan(cleaned), RemoteTokenized(tokenized)

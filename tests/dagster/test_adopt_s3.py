@@ -1,0 +1,173 @@
+"""A cleaned corpus in object storage adopted in place (issue 29): ``s3://`` roots in
+``HRM_ADOPT_CLEANED`` laid out as data_io writes its two folders, uploaded by someone else (no
+SHA-256 of ours on the objects). The cleaned assets are recorded with content hashes of the
+objects' bytes, a partition appears per object, automation tokenizes them into a tokenized root
+in the bucket (the Rust core reads each object where it is), an object added later tokenizes
+alone, and the adopted objects are never written. Run on the local S3 server."""
+
+from __future__ import annotations
+
+import hashlib
+
+import dagster as dg
+import pytest
+from support.adopted_platform import Platform
+from support.cleaned_rows import write_flan_file
+from test_adopt_cleaned import FLAN_KEYS, write_data_io_layout
+
+from hrm_assets.adoption import objects as adopted_objects
+from hrm_assets.cleaning.sources import SOURCES
+from hrm_assets.common.hashing import entries_sha256
+from hrm_assets.common.storage import ObjectRoot, ObjectStore
+from hrm_assets.defs.cleaned.adopted import plan_adoption
+from hrm_assets.defs.common.keys import cleaned_key, tokenized_key
+from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
+
+pytestmark = pytest.mark.slow
+
+
+def upload_as_someone_else(local, store: ObjectStore) -> None:
+    """Plain PUTs, as ``aws s3 sync`` makes them: no ``x-amz-meta-sha256``."""
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            store.fs.pipe_file(
+                f"{store.root.path}/{path.relative_to(local).as_posix()}", path.read_bytes()
+            )
+
+
+def objects_state(store: ObjectStore) -> dict[str, tuple[int, str, bytes]]:
+    return {
+        relative: (info.size, info.etag, store.get_bytes(relative))
+        for relative, info in store.list().items()
+    }
+
+
+def folders_state(store: ObjectStore) -> dict[str, dict[str, str]]:
+    """ETag of every object of every tokenized folder, by folder."""
+    found: dict[str, dict[str, str]] = {}
+    for relative, info in store.list().items():
+        folder, _, name = relative.partition("/")
+        if name:
+            found.setdefault(folder, {})[name] = info.etag
+    return found
+
+
+@pytest.fixture
+def hashed(monkeypatch) -> list[str]:
+    """The objects whose bytes were read to be hashed, in order."""
+    reads: list[str] = []
+    original = adopted_objects.object_sha256
+
+    def counting(store, relative):
+        reads.append(relative)
+        return original(store, relative)
+
+    monkeypatch.setattr(adopted_objects, "object_sha256", counting)
+    return reads
+
+
+def test_an_s3_corpus_is_adopted_in_place_and_tokenized_by_automation(
+    s3_bucket, tmp_path, real_raw, small_tokenizer_path, monkeypatch, hashed
+):
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    layout = tmp_path / "download"
+    write_data_io_layout(layout, real_raw)
+    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
+    upload_as_someone_else(layout, corpus)
+    users = objects_state(corpus)
+    assert all(corpus.head(relative).sha256 is None for relative in users)
+    tokenizer_dir = tmp_path / "bpe"
+    tokenizer_dir.mkdir()
+    (tokenizer_dir / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    roots = [f"s3://{s3_bucket}/corpus/data", f"s3://{s3_bucket}/corpus/data_clustered"]
+    tokenized_url = f"s3://{s3_bucket}/tokenized"
+    platform = Platform(tmp_path, roots, tokenizer_dir, tokenized_at=tokenized_url)
+    instance = platform.instance
+
+    platform.sensor_tick()
+    assert instance.get_dynamic_partitions(TOKENIZED_PARTITIONS["flan"].name) == FLAN_KEYS
+    flan = instance.get_latest_materialization_event(cleaned_key("flan")).asset_materialization
+    # The data version hashes the objects' bytes (not their ETags), as for files on disk.
+    entries = [
+        (f"flan/{key.removeprefix('flan__')}", len(data), hashlib.sha256(data).hexdigest())
+        for key in FLAN_KEYS
+        for data in [(layout / "data_clustered" / "flan" / key.removeprefix("flan__")).read_bytes()]
+    ]
+    assert flan.tags["dagster/data_version"] == entries_sha256(entries)
+    files = flan.metadata["files"].value.records
+    assert [record.data["file"] for record in files] == [
+        f"{roots[1]}/flan/{key.removeprefix('flan__')}" for key in FLAN_KEYS
+    ]
+    for name in SOURCES:
+        assert instance.get_latest_materialization_event(cleaned_key(name)) is not None
+    warnings = plan_adoption(instance, platform.paths).warnings()
+    assert any(f"{roots[0]}/mystery_corpus.jsonl" in line for line in warnings)
+    first_pass = len(hashed)
+    assert first_pass == 4  # each object of a known source, read once (not the mystery one)
+
+    requested = platform.automation_tick()
+    assert requested == {
+        tokenized_key("flan"): FLAN_KEYS,
+        tokenized_key("gsm8k_train"): ["gsm8k_train.jsonl"],
+        tokenized_key("math_train"): ["math_train.jsonl"],
+    }
+    out = ObjectStore(ObjectRoot.parse(tokenized_url))
+    folders = folders_state(out)
+    assert sorted(folders) == sorted([*FLAN_KEYS, "gsm8k_train.jsonl", "math_train.jsonl"])
+    assert all("manifest.json" in names and "tokens.npy" in names for names in folders.values())
+    platform.sensor_tick()
+    assert platform.automation_tick() == {}, "nothing changed: nothing requested"
+    # Unchanged objects (same key, size, ETag and time) are never read again to be hashed.
+    assert len(hashed) == first_pass
+
+    # An object added later: only it is hashed and tokenized.
+    added = "cot_fsopt_data__task7.parquet"
+    write_flan_file(
+        tmp_path / "added.parquet",
+        [{"condition": "cot", "instruction": "2 + 2?", "response": "4"}] * 3,
+    )
+    corpus.fs.pipe_file(
+        f"{corpus.root.path}/data_clustered/flan/{added}",
+        (tmp_path / "added.parquet").read_bytes(),
+    )
+    users = objects_state(corpus)
+    flan_records = dg.AssetRecordsFilter(asset_key=tokenized_key("flan"))
+    last_before = instance.fetch_materializations(flan_records, limit=1).records[0].storage_id
+    platform.sensor_tick()
+    assert hashed[first_pass:] == [f"flan/{added}"]
+    assert platform.automation_tick() == {tokenized_key("flan"): [*FLAN_KEYS, f"flan__{added}"]}
+    after = folders_state(out)
+    assert {name: after[name] for name in folders} == folders, "the other folders are kept"
+    assert sorted(set(after) - set(folders)) == [f"flan__{added}"]
+    records = instance.fetch_materializations(flan_records, limit=100).records
+    newer = [r for r in records if r.storage_id > last_before]
+    assert [r.partition_key for r in newer] == [f"flan__{added}"]
+
+    # The adopted objects were never written.
+    assert objects_state(corpus) == users
+
+
+def test_s3_roots_with_a_tokenized_root_on_disk_are_one_line(s3_bucket, tmp_path):
+    from hrm_assets.defs.cleaned.adopted import adopted_remote_roots
+    from hrm_assets.defs.common.resources import DataPaths
+
+    paths = DataPaths(
+        data_root=str(tmp_path / "ours"),
+        adopted_cleaned=f"s3://{s3_bucket}/corpus/data",
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+    )
+    with pytest.raises(
+        ValueError, match="the tokenized root .* is on disk: set HRM_TOKENIZED_ROOT"
+    ):
+        adopted_remote_roots(paths)
+
+
+def test_folders_and_s3_roots_together_are_refused():
+    from hrm_assets.common.settings import adopted_cleaned_roots
+
+    with pytest.raises(ValueError, match="adopt s3:// roots or folders, not both"):
+        adopted_cleaned_roots("data:s3://bucket/cleaned")
+    assert adopted_cleaned_roots("s3://bucket/a:s3://bucket/b") == [
+        ObjectRoot("s3://bucket/a"),
+        ObjectRoot("s3://bucket/b"),
+    ]
