@@ -32,12 +32,8 @@ from pathlib import Path
 
 from hrm_assets.common.atomic import TMP_PREFIX
 from hrm_assets.common.layout import is_cleaned_name
-from hrm_assets.common.manifest import (
-    EPOCH_PREFIX,
-    MANIFEST_FILE,
-    VerifyReport,
-    verify_folders,
-)
+from hrm_assets.common.manifest import EPOCH_PREFIX, MANIFEST_FILE, VerifyReport
+from hrm_assets.sampling.datacard.verification import verify_sampled_folders
 from hrm_assets.tokenization.identity import is_hrm_tokenized, scanned_identity_problems
 from hrm_assets.validation import sampled_token_problems, span_problems
 
@@ -105,7 +101,7 @@ def _verify_outputs(folders: Sequence[Path]) -> list[VerifyReport]:
     """The manifest check (every folder's arrays hashed in one parallel pass), then, for each
     folder whose arrays are as listed, the span rule the sampler and the asset checks apply:
     arrays that match their manifest can still have been written wrong."""
-    reports = verify_folders(folders)
+    reports = verify_sampled_folders(folders)
     for report in reports:
         if report.ok:
             report.problems.extend(span_problems(report.folder))

@@ -244,10 +244,11 @@ def verify_folders(folders: Sequence[Path]) -> list[VerifyReport]:
     Problems: no or unreadable manifest, a listed file missing, of another size or another
     SHA-256, an array present but not listed (a stale ``epoch_N``, a stray file), and a sampled
     folder (one with ``epoch_N`` arrays) whose manifest does not list its ``metadata.json``
-    (written by an older hrm-sample: nothing would notice it deleted or edited), and a data
-    card (``hrm_assets.sampling.datacard``) that does not describe this manifest. Each message names
-    the file. The listed files of all the folders are hashed in one call of the Rust core
+    (written by an older hrm-sample: nothing would notice it deleted or edited). Each message
+    names the file. The listed files of all the folders are hashed in one call of the Rust core
     (:func:`scan_files`); a listed file that exists but cannot be read is a problem of its folder.
+    A sampled folder's data card is checked against its manifest by the sampling stage
+    (:func:`hrm_assets.sampling.datacard.verification.verify_sampled_folders`).
     """
     reports = [VerifyReport(folder=Path(folder)) for folder in folders]
     listings: list[dict | None] = []
@@ -315,7 +316,3 @@ def _compare_listed(
             f"{folder / SAMPLED_METADATA_FILE}: HRM-Text reads it but {MANIFEST_FILE} does not "
             f"list it (made by an older hrm-sample: sample again)"
         )
-    # The sampler's data card must describe this manifest (imported here: it imports us).
-    from hrm_assets.sampling.datacard.verification import data_card_problems
-
-    report.problems.extend(data_card_problems(folder))

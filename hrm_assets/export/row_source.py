@@ -29,13 +29,14 @@ from typing import Any
 import numpy as np
 
 from hrm_assets._core import copy_byte_ranges
-from hrm_assets.common.manifest import MANIFEST_FILE, SAMPLED_METADATA_FILE, verify_folder
+from hrm_assets.common.manifest import MANIFEST_FILE, SAMPLED_METADATA_FILE
 from hrm_assets.common.npy_files import (
     NpyFileError,
     NpyLayout,
     load_integers_quickly,
     npy_layout_quickly,
 )
+from hrm_assets.sampling.datacard.verification import verify_sampled_folder
 from hrm_assets.sampling.sampler import (
     SPAN_FIELDS,
     TOKENS_FILE,
@@ -472,7 +473,7 @@ def held_rows(
     # input (the confirm below proves the folder was not replaced while it was read). A folder
     # without a manifest is data_io's: nothing to prove it against, read as it is.
     if before is not None:
-        report = verify_folder(sampled_dir)
+        report = verify_sampled_folder(sampled_dir)
         if not report.ok:
             raise RowSourceError(
                 refusal(report.problems, "nothing was exported: sample again (hrm-verify)")

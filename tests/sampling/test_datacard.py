@@ -20,7 +20,7 @@ from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_token
 from hrm_assets.cleaning.sources import SOURCES, get_source
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import safe_name
-from hrm_assets.common.manifest import array_files, read_manifest, verify_folder
+from hrm_assets.common.manifest import array_files, read_manifest
 from hrm_assets.sampling import cli
 from hrm_assets.sampling import sampler as sampling
 from hrm_assets.sampling.analytics import epoch_records, summary_figures, task_records
@@ -38,6 +38,7 @@ from hrm_assets.sampling.datacard import (
 )
 from hrm_assets.sampling.datacard.code_version import sampling_code_version
 from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
+from hrm_assets.sampling.datacard.verification import verify_sampled_folder
 from hrm_assets.sampling.output_folder import unproven_paths
 from hrm_assets.sampling.prefix_config import load_prefix_rules
 from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
@@ -148,7 +149,7 @@ def test_every_listed_file_has_the_recorded_sha256(tmp_path, inputs):
     assert {"tokens.npy", "metadata.json", "epoch_2/resp_len.npy"} <= set(files)
     assert card["outputs"]["manifest_sha256"] == file_sha256(out / "manifest.json")
     # The card is the sampler's own: hrm-verify passes, and the next run may replace it.
-    assert verify_folder(out).ok
+    assert verify_sampled_folder(out).ok
     assert unproven_paths(out) == []
 
 
@@ -415,13 +416,13 @@ def test_hrm_verify_finds_a_card_that_does_not_describe_its_folder(tmp_path, inp
     out, other = tmp_path / "out", tmp_path / "other"
     sample(inputs, out)
     sample(inputs, other, seed=6)
-    assert verify_folder(out).ok
+    assert verify_sampled_folder(out).ok
 
     # The card of another run.
     original = card_bytes(out)
     for name in CARD_FILES:
         (out / name).write_bytes((other / name).read_bytes())
-    (problem,) = verify_folder(out).problems
+    (problem,) = verify_sampled_folder(out).problems
     assert problem.startswith(f"{out / DATACARD_JSON}: its files and SHA-256 are not those")
 
     # DATACARD.md edited by hand.
@@ -429,11 +430,15 @@ def test_hrm_verify_finds_a_card_that_does_not_describe_its_folder(tmp_path, inp
         (out / name).write_bytes(data)
     markdown = out / DATACARD_MARKDOWN
     markdown.write_text(markdown.read_text(encoding="utf-8").replace("seed 5", "seed 4"))
-    assert verify_folder(out).problems == [f"{markdown}: differs from what {DATACARD_JSON} renders"]
+    assert verify_sampled_folder(out).problems == [
+        f"{markdown}: differs from what {DATACARD_JSON} renders"
+    ]
 
     # One file of the two gone.
     (out / DATACARD_JSON).unlink()
-    assert verify_folder(out).problems == [f"{out / DATACARD_JSON}: missing beside DATACARD.md"]
+    assert verify_sampled_folder(out).problems == [
+        f"{out / DATACARD_JSON}: missing beside DATACARD.md"
+    ]
 
 
 def test_the_cards_command_samples_the_same_card_again(tmp_path, inputs, capsys):
@@ -461,4 +466,4 @@ def test_the_markdown_renders_the_json_figures_not_the_unrounded_ones(tmp_path, 
         entry["token_share"] = 0.01434999
     write_data_card(tmp_path / "out", card)
     assert "| 1.44% |" in (tmp_path / "out" / "DATACARD.md").read_text()
-    assert verify_folder(tmp_path / "out").ok
+    assert verify_sampled_folder(tmp_path / "out").ok

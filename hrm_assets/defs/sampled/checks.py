@@ -4,11 +4,11 @@ by the asset itself, when rows truncated to a too-short response were kept."""
 
 import dagster as dg
 
-from hrm_assets.common.manifest import verify_folder
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG
 from hrm_assets.defs.common.keys import sampled_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.checks import manifest_check_result
+from hrm_assets.sampling.datacard.verification import verify_sampled_folder
 from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
 from hrm_assets.validation import check_sampled_folder
 
@@ -53,7 +53,7 @@ def build_sampled_manifest_check(node: TrainingNode) -> dg.AssetChecksDefinition
         "manifest.json, and no array is unlisted (the function behind hrm-verify).",
     )
     def manifest_valid(data_paths: DataPaths) -> dg.AssetCheckResult:
-        return manifest_check_result(verify_folder(node.output_dir(data_paths.root)))
+        return manifest_check_result(verify_sampled_folder(node.output_dir(data_paths.root)))
 
     return manifest_valid
 

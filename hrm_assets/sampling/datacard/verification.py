@@ -1,4 +1,5 @@
-"""Whether a sampled folder's data card still describes the folder (for ``hrm-verify``).
+"""Whether a sampled folder's data card still describes the folder (for ``hrm-verify``, the
+sampled asset's manifest check and the export's proof of its input).
 
 The card records the manifest's file list and the manifest's own SHA-256, and ``DATACARD.md``
 is rendered from ``datacard.json``; so a card copied from another run, edited by hand or left
@@ -9,12 +10,44 @@ card (sampled before cards existed) has nothing to check here.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.common.hashing import file_sha256
-from hrm_assets.common.manifest import MANIFEST_FILE, ManifestError, read_manifest
+from hrm_assets.common.manifest import (
+    MANIFEST_FILE,
+    ManifestError,
+    VerifyReport,
+    read_manifest,
+    verify_folders,
+)
 from hrm_assets.sampling.datacard.markdown import render_markdown
 from hrm_assets.sampling.datacard.writer import DATACARD_JSON, DATACARD_MARKDOWN
+
+
+def verify_sampled_folder(folder: Path) -> VerifyReport:
+    """:func:`~hrm_assets.common.manifest.verify_folder`, and the folder's data card against
+    its manifest."""
+    return verify_sampled_folders([folder])[0]
+
+
+def verify_sampled_folders(folders: Sequence[Path]) -> list[VerifyReport]:
+    """:func:`~hrm_assets.common.manifest.verify_folders`, and each folder's data card against
+    its manifest (a folder without a card, a tokenized one above all, has nothing more; one
+    without a readable manifest has that problem alone)."""
+    reports = verify_folders(folders)
+    for report in reports:
+        if report.folder.is_dir() and _has_manifest(report.folder):
+            report.problems.extend(data_card_problems(report.folder))
+    return reports
+
+
+def _has_manifest(folder: Path) -> bool:
+    try:
+        read_manifest(folder)
+    except ManifestError:
+        return False
+    return True
 
 
 def data_card_problems(folder: Path) -> list[str]:
