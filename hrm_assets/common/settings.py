@@ -7,7 +7,14 @@ import os
 import re
 from pathlib import Path
 
-from hrm_assets.common.storage import Location, ObjectRoot, is_url, parse_location
+from hrm_assets.common.hub_cache import hub_snapshot_folder, is_hub_address
+from hrm_assets.common.storage import (
+    CACHE_DIR_ENV,
+    Location,
+    ObjectRoot,
+    is_url,
+    parse_location,
+)
 
 DATA_ROOT_ENV = "HRM_DATA_ROOT"
 RAW_ROOT_ENV = "HRM_RAW_ROOT"
@@ -20,8 +27,6 @@ TOKENIZED_ROOT_ENV = "HRM_TOKENIZED_ROOT"
 # folders separated by os.pathsep (":"), e.g. data_io's "data:data_clustered" or a Hub
 # download's snapshot folder. Never written; see hrm_assets.adoption.cleaned.
 ADOPT_CLEANED_ENV = "HRM_ADOPT_CLEANED"
-# Local working cache of remote roots (docs/STORAGE.md); default ~/.cache/hrm-data.
-CACHE_DIR_ENV = "HRM_CACHE_DIR"
 DEFAULT_DATA_ROOT = "data"
 SOURCES_YAML_ENV = "HRM_SOURCES_YAML"
 SOURCES_YAML_NAME = "sources.yaml"
@@ -125,8 +130,6 @@ def adopted_cleaned_roots(value: str | None = None) -> list[Location]:
     Raises ``ValueError`` (one line) for an entry that is an unusable URL, and for folders and
     ``s3://`` roots together (their files are tokenized by different steps).
     """
-    from hrm_assets.common.hub_cache import hub_snapshot_folder, is_hub_address
-
     value = os.environ.get(ADOPT_CLEANED_ENV, "") if value is None else value
     roots: list[Location] = []
     for entry in adopted_root_entries(value):

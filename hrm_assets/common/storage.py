@@ -35,6 +35,9 @@ from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
 from hrm_assets.common.hashing import entries_sha256, file_sha256
 
 SHA256_METADATA = "sha256"  # stored as x-amz-meta-sha256
+# Local working cache of remote roots (docs/STORAGE.md); default ~/.cache/hrm-data. Named here,
+# where the cache is found, and listed with the other variables in common.settings.
+CACHE_DIR_ENV = "HRM_CACHE_DIR"
 # Protocols whose filesystem we write to; the others are read (raw data) only.
 WRITABLE_PROTOCOLS = ("s3",)
 READABLE_PROTOCOLS = ("s3", "gs", "gcs", "az", "abfs", "hf")
@@ -383,8 +386,6 @@ def _is_aws_endpoint(endpoint: str) -> bool:
 def cache_root() -> Path:
     """Local working cache of remote roots: ``$HRM_CACHE_DIR``, default
     ``~/.cache/hrm-data``."""
-    from hrm_assets.common.settings import CACHE_DIR_ENV
-
     value = os.environ.get(CACHE_DIR_ENV)
     return Path(value).absolute() if value else Path.home() / ".cache" / "hrm-data"
 
