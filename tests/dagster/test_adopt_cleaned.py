@@ -20,6 +20,7 @@ from support.project_commands import commands_in
 from support.tokenizer_reference import gsm8k_rows
 
 from hrm_assets.adoption.cleaned import adopt_cleaned, provenance_of, scan_adopted
+from hrm_assets.adoption.provenance import PROVENANCE_FILE
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
@@ -150,7 +151,9 @@ def test_an_adopted_corpus_is_recorded_and_tokenized_by_automation(adopted, tmp_
         for path in set(before) | set(after)
         if before.get(path) != after.get(path)
     }
-    assert changed == {f"flan__{added}"}
+    # Besides the added file's folder, a Hub corpus's provenance record gains that file.
+    record = {PROVENANCE_FILE} if layout == "hub_cache" else set()
+    assert changed == {f"flan__{added}", *record}
     records = instance.fetch_materializations(flan_records, limit=100).records
     newer = [r for r in records if r.storage_id > last_before]
     assert [r.partition_key for r in newer] == [f"flan__{added}"]

@@ -28,6 +28,7 @@ from hrm_assets.adoption.objects import (
     load_object_memo,
     save_object_memo,
 )
+from hrm_assets.adoption.provenance import hub_files, keep_provenance
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.settings import ADOPT_CLEANED_ENV
 from hrm_assets.common.storage import ObjectRoot
@@ -76,6 +77,9 @@ def read_adopted(data_paths: DataPaths) -> AdoptedCorpus:
     memo = load_memo(memo_path(data_paths))
     corpus = adopt_cleaned(data_paths.adopted_cleaned_roots, SOURCES.values(), memo)
     save_memo(memo_path(data_paths), memo, corpus.files())
+    if not isinstance(data_paths.tokenized_location, ObjectRoot):
+        # The Hub corpus of each file, for the data cards of the epochs sampled from it.
+        keep_provenance(data_paths.tokenized_root, hub_files(corpus))
     return corpus
 
 

@@ -158,6 +158,7 @@ def build_data_card(
     tokenizer_sha256: str | None,
     code: Mapping[str, str],
     specs: Mapping[str, SourceSpec],
+    cleaned_corpora: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The card of one run (``datacard.json``'s content).
 
@@ -165,7 +166,9 @@ def build_data_card(
     the SHA-256 of ``manifest.json`` itself; ``tokenizer_sha256`` the tokenizer the task
     folders record (``None`` for data_io's folders: then that of the shipped
     ``tokenizer/tokenizer.json``, if any); ``specs`` the source registry, for the Hub ids.
-    The mixture section is present only when the result carries one.
+    The mixture section is present only when the result carries one; the ``cleaned_corpora``
+    section (the published cleaned corpora the tasks were made from,
+    hrm_assets.adoption.provenance) only when some are credited.
     """
     config = result.config
     epochs = config.epochs
@@ -226,6 +229,8 @@ def build_data_card(
             "manifest_sha256": manifest_sha256,
         },
     }
+    if cleaned_corpora:
+        card["cleaned_corpora"] = [dict(corpus) for corpus in cleaned_corpora]
     if result.mixture is not None:  # hrm_assets.sampling.mixture.report.MixtureReport
         card["mixture"] = plain_data(result.mixture)
     return card

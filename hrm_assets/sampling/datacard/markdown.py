@@ -146,6 +146,24 @@ def _sources(card: Mapping[str, Any]) -> list[str]:
     return ["## Sources", "", *_table(header, rows, "lllrrrrrrrr")]
 
 
+def _cleaned_corpora(corpora: Sequence[Mapping[str, Any]]) -> list[str]:
+    rows = [
+        (
+            _code(c["hub_id"]),
+            _code(c["revision"]) if c["revision"] else "unpinned",
+            _num(c["tasks"]),
+        )
+        for c in corpora
+    ]
+    return [
+        "## Cleaned corpus",
+        "",
+        "The rows come from this published cleaned corpus, made from the Hub datasets above:",
+        "",
+        *_table(["Hub dataset", "Revision", "Tasks"], rows, "llr"),
+    ]
+
+
 def _tasks(card: Mapping[str, Any]) -> list[str]:
     rows = [
         (
@@ -395,6 +413,8 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         _shares(card),
         _sources(card),
     ]
+    if card.get("cleaned_corpora"):
+        sections.append(_cleaned_corpora(card["cleaned_corpora"]))
     if "mixture" in card:
         sections.append(_mixture(card["mixture"]))
     sections += [

@@ -86,6 +86,7 @@ def write_sampled_data_card(
 ) -> dict[str, Any]:
     """Build the card of a sampling run whose files (listed in ``manifest``, as written to
     ``folder/manifest.json``) are in ``folder`` and write it there; returns the card."""
+    from hrm_assets.adoption.provenance import credited_corpora
     from hrm_assets.cleaning.sources import SOURCES
 
     card = build_data_card(
@@ -96,6 +97,9 @@ def write_sampled_data_card(
         tokenizer_sha256=tokenizer_sha256,
         code=code_version(),
         specs=SOURCES,
+        cleaned_corpora=credited_corpora(
+            result.config.tokenized_path, [task.name for task in result.tasks]
+        ),
     )
     write_data_card(folder, card)
     return card
