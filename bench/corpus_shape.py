@@ -463,7 +463,7 @@ def console_script(name: str, module: str) -> list[str]:
 
 def tokenize_command(cleaned_root: Path, out: Path, tokenizer: Path) -> list[str]:
     return [
-        *console_script("hrm-tokenize", "hrm_assets.tokenization.tokenize"),
+        *console_script("hrm-tokenize", "hrm_assets.tokenization"),
         str(cleaned_root),
         "-o",
         str(out),

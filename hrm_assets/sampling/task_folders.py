@@ -23,14 +23,13 @@ from hrm_assets.common.npy_files import (
     npy_layout_quickly,
 )
 from hrm_assets.common.settings import METADATA_FILE, TOKENIZER_INFO_FILE, TOKENS_FILE
+from hrm_assets.contracts.spans import SPAN_FIELDS
 from hrm_assets.sampling.config import SamplingError
 from hrm_assets.sampling.span_table import (
     bounds_of,
     first_inconsistent_task,
     span_layout_problem,
 )
-
-SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
 
 
 @dataclass

@@ -2,6 +2,6 @@
 
 import sys
 
-from hrm_assets.tokenization.tokenize import main
+from hrm_assets.tokenization.cli import main
 
 sys.exit(main())

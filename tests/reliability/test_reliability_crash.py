@@ -76,7 +76,7 @@ def test_kill_9_during_tokenization(tmp_path, real_raw, small_tokenizer_path):
                 "-t", str(small_tokenizer_path), "--threads", "1", "--no-progress"]  # fmt: skip
 
     reference = tmp_path / "reference"
-    startup = startup_seconds("hrm_assets.tokenization.tokenize")
+    startup = startup_seconds("hrm_assets.tokenization.cli")
     elapsed = timed_run(command(reference))
     expected = tree_bytes(reference)
     expected_folders = {p.name: tree_bytes(p) for p in visible(reference) if p.is_dir()}

@@ -34,8 +34,8 @@ from hrm_assets.sampling import sampled_files
 from hrm_assets.sampling import sampler as sampler_module
 from hrm_assets.sampling.cli import main as sample_main
 from hrm_assets.sampling.sampler import SamplingError, make_config, sample_tokenized
-from hrm_assets.tokenization import tokenize as tokenize_module
-from hrm_assets.tokenization.tokenize import main as tokenize_main
+from hrm_assets.tokenization import chunks
+from hrm_assets.tokenization.cli import main as tokenize_main
 from hrm_assets.tokenization.tokenize import read_metadata, tokenize_tree
 from hrm_assets.validation import check_tokenized_folders
 
@@ -78,7 +78,7 @@ def test_a_file_rewritten_while_tokenized_fails_its_file_and_is_redone_next_run(
     bytes hashed, so the file fails; nothing claims the full file's hash with 0 rows."""
     target = cleaned / "alpha.jsonl"
     original = target.read_bytes()
-    real_sha256 = tokenize_module.file_sha256
+    real_sha256 = chunks.file_sha256
 
     def hash_then_truncate(path):
         digest = real_sha256(path)
@@ -86,7 +86,7 @@ def test_a_file_rewritten_while_tokenized_fails_its_file_and_is_redone_next_run(
             target.write_bytes(b"")  # cp opens its target with O_TRUNC, then refills it
         return digest
 
-    monkeypatch.setattr(tokenize_module, "file_sha256", hash_then_truncate)
+    monkeypatch.setattr(chunks, "file_sha256", hash_then_truncate)
     out = tmp_path / "tokenized"
     code = tokenize_main(
         [str(cleaned), "-o", str(out), "-t", str(small_tokenizer_path), "--no-progress"]
@@ -98,7 +98,7 @@ def test_a_file_rewritten_while_tokenized_fails_its_file_and_is_redone_next_run(
     assert (out / "beta.jsonl").is_dir()
 
     # The copy finished: the next run tokenizes the whole file.
-    monkeypatch.setattr(tokenize_module, "file_sha256", real_sha256)
+    monkeypatch.setattr(chunks, "file_sha256", real_sha256)
     target.write_bytes(original)
     assert _tokenize(cleaned, out, small_tokenizer_path) == ["alpha.jsonl"]
     assert read_metadata(out / "alpha.jsonl")["rows"] == 40

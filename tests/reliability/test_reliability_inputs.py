@@ -23,7 +23,7 @@ from hrm_assets.common.manifest import verify_folder
 from hrm_assets.sampling import cli as sample
 from hrm_assets.sampling.analytics import render_report, summary_figures, task_records
 from hrm_assets.sampling.sampler import make_config, sample_tokenized
-from hrm_assets.tokenization.tokenize import main as tokenize_main
+from hrm_assets.tokenization.cli import main as tokenize_main
 
 
 def run_tokenize(capsys, *args) -> tuple[int, str]:

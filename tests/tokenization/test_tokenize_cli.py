@@ -25,14 +25,14 @@ from support.tokenizer_reference import (
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import scan_cleaned_files, scan_cleaned_tree
 from hrm_assets.contracts.framing import Framing
-from hrm_assets.tokenization import tokenize as tokenize_module
+from hrm_assets.tokenization import chunks
+from hrm_assets.tokenization.cli import main
 from hrm_assets.tokenization.tokenize import (
     CODE_VERSION,
     OWNER_MARKER,
     TokenizeFailure,
     TokenizerSetup,
     expected_data_version,
-    main,
     prune_orphans,
     read_metadata,
     remove_owned_output,
@@ -365,7 +365,7 @@ def test_threads_option_and_console_script(capsys, cleaned, tmp_path, small_toke
         == 2
     )
     scripts = importlib.metadata.entry_points(group="console_scripts")
-    assert scripts["hrm-tokenize"].value == "hrm_assets.tokenization.tokenize:main"
+    assert scripts["hrm-tokenize"].value == "hrm_assets.tokenization.cli:main"
 
 
 def test_python_api_for_dagster(cleaned, tmp_path, small_tokenizer_path):
@@ -430,7 +430,7 @@ def test_many_chunks_in_work_keep_name_order_and_isolate_a_bad_file(
     """Chunks are encoded two at a time: the outcomes still come in name order, one per file,
     a bad file in a later chunk fails alone, and a caller that stops early leaves every folder
     complete or absent (never a staged leftover)."""
-    monkeypatch.setattr(tokenize_module, "CHUNK_FILES", 2)
+    monkeypatch.setattr(chunks, "CHUNK_FILES", 2)
     cleaned = tmp_path / "cleaned"
     for index in range(7):
         rows = [
