@@ -140,4 +140,4 @@ def test_the_graph_reads_the_imports_it_must():
     assert any(t == "hrm_assets._core" for _, imports in GRAPH.items() for t, _, _ in imports)
     assert _layer("hrm_assets.contracts.spans") == _layer("hrm_assets") == 0
     assert _layer("hrm_assets.cleaning.rows") == 1
-    assert _layer("hrm_assets.defs.common.executor") == _layer("hrm_assets.verify") == TOP
+    assert _layer("hrm_assets.defs.common.executor") == _layer("hrm_assets.checks.cli") == TOP

@@ -71,7 +71,7 @@ def code_spans(text: str) -> list[str]:
 def is_command(span: str) -> bool:
     """A command with arguments of a program the README's commands run. A name alone is a
     mention, not a command: a program (``hrm-verify``), a module (``python -m
-    hrm_assets.verify``), a Dagster sub-command without options (``dagster job execute``)."""
+    hrm_assets.checks``), a Dagster sub-command without options (``dagster job execute``)."""
     words = span.split()
     if span == "dagster dev":
         return True

@@ -19,7 +19,8 @@ from support.sampled_corpus import make_sampled
 from support.tokenized_trees import write_rules, write_tokenized
 from support.tokenizer_reference import gsm8k_rows, write_jsonl
 
-from hrm_assets import verify
+from hrm_assets.checks.cli import main as verify_main
+from hrm_assets.checks.consistency import check_tokenized_folders
 from hrm_assets.common.manifest import (
     MANIFEST_FILE,
     MEGATRON_KIND,
@@ -37,7 +38,6 @@ from hrm_assets.sampling.sampler import SamplingError, make_config, sample_token
 from hrm_assets.tokenization import chunks
 from hrm_assets.tokenization.cli import main as tokenize_main
 from hrm_assets.tokenization.tokenize import read_metadata, tokenize_tree
-from hrm_assets.validation import check_tokenized_folders
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_a_file_rewritten_while_tokenized_fails_its_file_and_is_redone_next_run(
     target.write_bytes(original)
     assert _tokenize(cleaned, out, small_tokenizer_path) == ["alpha.jsonl"]
     assert read_metadata(out / "alpha.jsonl")["rows"] == 40
-    assert verify.main([str(out)]) == 0
+    assert verify_main([str(out)]) == 0
 
 
 # ------------------------------------------------------------------ 2: wrapped ids
@@ -227,7 +227,7 @@ def test_swapped_tokenized_folders_fail_verify_and_the_sampler_and_are_redone(
     (out / "beta.jsonl").rename(out / "alpha.jsonl")
     (out / "swap").rename(out / "beta.jsonl")
 
-    assert verify.main([str(out)]) == 1
+    assert verify_main([str(out)]) == 1
     printed = capsys.readouterr().out
     assert (
         f"{out / 'alpha.jsonl' / 'metadata.json'}: source_path: 'beta.jsonl' is the cleaned "
@@ -248,7 +248,7 @@ def test_swapped_tokenized_folders_fail_verify_and_the_sampler_and_are_redone(
     assert not export.exists()
 
     assert sorted(_tokenize(cleaned, out, small_tokenizer_path)) == ["alpha.jsonl", "beta.jsonl"]
-    assert verify.main([str(out)]) == 0
+    assert verify_main([str(out)]) == 0
 
 
 # ------------------------------------------------------------------ 6: metadata of another
@@ -265,13 +265,13 @@ def test_another_files_arrays_under_this_files_metadata_fail_verify_and_are_redo
             shutil.copy2(entry, alpha / entry.name)
     assert verify_folder(alpha).ok  # the manifest alone cannot tell
 
-    assert verify.main([str(alpha)]) == 1
+    assert verify_main([str(alpha)]) == 1
     printed = capsys.readouterr().out
     assert f"{alpha / 'metadata.json'}: rows: records 40 but" in printed
     assert "holds 25 (another file's arrays: tokenize again)" in printed
 
     assert _tokenize(cleaned, out, small_tokenizer_path) == ["alpha.jsonl"]
-    assert verify.main([str(out)]) == 0
+    assert verify_main([str(out)]) == 0
     metadata = json.loads((alpha / "metadata.json").read_text())
     assert metadata["rows"] == 40
 
@@ -315,7 +315,7 @@ def test_a_file_name_that_is_not_utf8_fails_that_file_and_the_others_are_tokeniz
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert f"error: {os.fsencode(bad)!r}: the file name is not UTF-8" in err
-    assert verify.main([str(out / "alpha.jsonl"), str(out / "beta.jsonl")]) == 0
+    assert verify_main([str(out / "alpha.jsonl"), str(out / "beta.jsonl")]) == 0
 
 
 def test_a_symlink_loop_as_the_input_root_is_one_line(tmp_path, small_tokenizer_path, capsys):

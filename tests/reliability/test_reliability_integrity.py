@@ -17,7 +17,10 @@ from conftest import REPO_ROOT, TRICKY_TEXTS
 from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
 from support.tokenizer_reference import gsm8k_rows, write_jsonl, write_parquet
 
-from hrm_assets import _core, verify
+from hrm_assets import _core
+from hrm_assets.checks.cli import main as verify_main
+from hrm_assets.checks.consistency import check_sampled_folder, span_problems
+from hrm_assets.checks.verify import verify_paths
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.manifest import (
     MANIFEST_FILE,
@@ -30,7 +33,6 @@ from hrm_assets.common.manifest import (
 from hrm_assets.sampling import arrays as sampled_arrays
 from hrm_assets.sampling.sampler import make_config, sample_tokenized
 from hrm_assets.tokenization.tokenize import ARRAY_FILES, tokenize_file, tokenize_tree
-from hrm_assets.validation import check_sampled_folder, span_problems
 
 
 @pytest.fixture
@@ -227,13 +229,13 @@ DAMAGE = ["flipped-byte", "truncated", "missing-array", "stale-epoch", "no-manif
 def test_verify_names_the_damaged_file_and_exits_1(tmp_path, capsys, kind):
     _sample(tmp_path, "sampled")
     out = tmp_path / "sampled"
-    assert verify.main([str(out)]) == 0
+    assert verify_main([str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith(f"ok    {out} (14 files, ")
     assert "1 of 1 folder(s) intact" in captured.err
 
     expected = _damage(kind, out)
-    assert verify.main([str(out)]) == 1
+    assert verify_main([str(out)]) == 1
     captured = capsys.readouterr()
     assert captured.out.startswith(f"FAIL  {out}\n")
     assert expected in captured.out
@@ -262,14 +264,14 @@ def test_verify_applies_the_span_rule_behind_a_matching_manifest(
     assert verify_folder(folder).ok  # the manifest matches the edited arrays
     resp_start = int(np.load(folder / "resp_start.npy")[1])
     inst_end = int(inst_start[1]) + int(np.load(folder / "inst_len.npy")[1])
-    assert verify.verify_paths([folder])[0].problems == [
+    assert verify_paths([folder])[0].problems == [
         f"{folder}: row 1: the response starts at {resp_start}, not where its instruction "
         f"ends ({inst_end})"
     ]
 
     _sample(tmp_path, "sampled")
     sampled = tmp_path / "sampled"
-    assert verify.verify_paths([sampled])[0].ok
+    assert verify_paths([sampled])[0].ok
     resp_len = np.load(sampled / "epoch_1" / "resp_len.npy")
     tokens = len(np.load(sampled / "tokens.npy", mmap_mode="r"))
     resp_len[2] = tokens  # its response now ends past tokens.npy
@@ -285,7 +287,7 @@ def test_verify_applies_the_span_rule_behind_a_matching_manifest(
 def test_verify_a_tokenized_root_and_exit_codes(cleaned, tmp_path, small_tokenizer_path):
     out = tmp_path / "out"
     tokenize_tree([cleaned], out, small_tokenizer_path, progress=False)
-    command = [sys.executable, "-m", "hrm_assets.verify"]
+    command = [sys.executable, "-m", "hrm_assets.checks"]
     ok = subprocess.run(
         [*command, str(out)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120
     )
@@ -308,14 +310,14 @@ def test_verify_a_tokenized_root_and_exit_codes(cleaned, tmp_path, small_tokeniz
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert verify.main([str(empty)]) == 1
+    assert verify_main([str(empty)]) == 1
     usage = subprocess.run([*command], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert usage.returncode == 2 and "usage: hrm-verify" in usage.stderr
 
 
 def test_verify_console_script_is_declared():
     scripts = importlib.metadata.entry_points(group="console_scripts")
-    assert scripts["hrm-verify"].value == "hrm_assets.verify:main"
+    assert scripts["hrm-verify"].value == "hrm_assets.checks.cli:main"
 
 
 # --------------------------------------------------------------------------- the docs

@@ -230,7 +230,7 @@ def test_concurrent_sampling_run_is_refused_and_leaves_both_outputs(tmp_path):
 
 
 def test_resampling_with_fewer_epochs_leaves_no_stale_epoch(tmp_path, capsys):
-    from hrm_assets import verify
+    from hrm_assets.checks.cli import main as verify_main
     from hrm_assets.sampling import cli as sample
 
     tokenized = write_tokenized(tmp_path / "tok", MIXED)
@@ -248,11 +248,11 @@ def test_resampling_with_fewer_epochs_leaves_no_stale_epoch(tmp_path, capsys):
         "metadata.json",
         "tokens.npy",
     ]
-    assert verify.main([str(out)]) == 0
+    assert verify_main([str(out)]) == 0
     # A stale epoch_k put back by hand is caught by verify (it is not in the manifest).
     (out / "epoch_5").mkdir()
     np.save(out / "epoch_5" / "inst_start.npy", np.zeros(1, dtype=np.int64))
-    assert verify.main([str(out)]) == 1
+    assert verify_main([str(out)]) == 1
     assert "epoch_5/inst_start.npy: not listed" in capsys.readouterr().out
 
 

@@ -23,7 +23,8 @@ from conftest import REPO_ROOT
 from support.tokenized_trees import MIXED, MIXED_RULES, write_rules, write_tokenized
 from support.tokenizer_reference import gsm8k_rows, write_jsonl
 
-from hrm_assets import verify
+from hrm_assets.checks.cli import main as verify_main
+from hrm_assets.checks.consistency import check_tokenized_folder
 from hrm_assets.common.atomic import exclusive_lock, lock_path_for, shared_lock
 from hrm_assets.common.manifest import MANIFEST_FILE, manifest_bytes, verify_folder
 from hrm_assets.sampling import cli as sample
@@ -38,7 +39,6 @@ from hrm_assets.tokenization.snapshot import (
     identity,
     tokenized_snapshot,
 )
-from hrm_assets.validation import check_tokenized_folder
 
 
 def _modes(root: Path) -> dict[str, str]:
@@ -249,7 +249,7 @@ def _sampled_for_verify(tmp_path: Path) -> Path:
             epochs=2,
         )
     )
-    assert verify.main([str(out)]) == 0
+    assert verify_main([str(out)]) == 0
     return out
 
 
@@ -282,7 +282,7 @@ def test_verify_covers_the_metadata_hrm_text_reads(tmp_path, capsys, kind):
     out = _sampled_for_verify(tmp_path)
     capsys.readouterr()
     expected = HRM_TEXT_READS[kind](out)
-    assert verify.main([str(out)]) == 1
+    assert verify_main([str(out)]) == 1
     printed = capsys.readouterr().out
     assert f"{out / expected}" in printed, printed
     assert not verify_folder(out).ok

@@ -20,6 +20,7 @@ from conftest import REPO_ROOT
 from support.tokenized_trees import tree_bytes
 
 from hrm_assets import _core
+from hrm_assets.checks.consistency import check_tokenized_folder
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import scan_cleaned_tree
 from hrm_assets.common.npy_files import load_integers_quickly, npy_layout_quickly
@@ -27,7 +28,6 @@ from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.sensors import cleaned_files_sensor
 from hrm_assets.sampling.sampler import SPAN_FIELDS, make_config, sample_tokenized, task_directories
 from hrm_assets.tokenization.partitioning import files_of_source, partition_file
-from hrm_assets.validation import check_tokenized_folder
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "tokenized"
 INPUT = GOLDEN / "input"

@@ -16,6 +16,11 @@ import numpy as np
 import pytest
 from support.tokenized_trees import write_tokenized
 
+from hrm_assets.checks.consistency import (
+    _check_tokenized_folder_with_numpy,
+    check_tokenized_folder,
+    check_tokenized_folders,
+)
 from hrm_assets.common.manifest import (
     MANIFEST_FILE,
     build_manifest,
@@ -24,11 +29,6 @@ from hrm_assets.common.manifest import (
     verify_folders,
 )
 from hrm_assets.defs.tokenized.checks import tokenized_check_results, tokenized_check_results_many
-from hrm_assets.validation import (
-    _check_tokenized_folder_with_numpy,
-    check_tokenized_folder,
-    check_tokenized_folders,
-)
 
 VOCAB = 1000
 # Rows of (instruction, response) tokens: 19 tokens, the rows at 0, 5 and 12.

@@ -7,10 +7,10 @@ under the multiprocess executor), and a skipped rebuild is still checked.
 
 import dagster as dg
 
+from hrm_assets.checks.consistency import check_cleaned_files
 from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.defs.common.keys import cleaned_key
-from hrm_assets.validation import check_cleaned_files
 
 ROWS_VALID = "rows_valid"
 

@@ -4,13 +4,13 @@ by the asset itself, when rows truncated to a too-short response were kept."""
 
 import dagster as dg
 
+from hrm_assets.checks.consistency import check_sampled_folder
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG
 from hrm_assets.defs.common.keys import sampled_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.checks import manifest_check_result
 from hrm_assets.sampling.datacard.verification import verify_sampled_folder
 from hrm_assets.sampling.training_nodes import TrainingNode, load_training_nodes
-from hrm_assets.validation import check_sampled_folder
 
 
 def _recorded_epochs(instance: dg.DagsterInstance, key: dg.AssetKey) -> int | None:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets.checks.consistency import CheckReport, check_tokenized_folders
 from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.manifest import VerifyReport, verify_folders
 from hrm_assets.defs.common.keys import tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.tokenization.tokenize import TOKENIZER_INFO_FILE
-from hrm_assets.validation import CheckReport, check_tokenized_folders
 
 ARRAYS_CONSISTENT = "arrays_consistent"
 MANIFEST_VALID = "manifest_valid"

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from hrm_assets.common.manifest import FileScan, scan_files
 from hrm_assets.common.settings import METADATA_FILE, TOKENS_FILE
+from hrm_assets.contracts.spans import SPAN_FIELDS
 
 if TYPE_CHECKING:
     import numpy as np
 
-SPAN_ARRAYS = ("inst_start", "inst_len", "resp_start", "resp_len")
 MAX_PROBLEMS = 20
 
 
@@ -88,12 +88,12 @@ def _span_problem(spans: dict, token_count: int, sampled: bool) -> str | None:
 
     from hrm_assets.sampling.span_table import epoch_span_problem, span_layout_problem
 
-    lengths = {name: len(spans[name]) for name in SPAN_ARRAYS}
+    lengths = {name: len(spans[name]) for name in SPAN_FIELDS}
     if len(set(lengths.values())) != 1:
         return f"span arrays differ in length {lengths}"
     rule = epoch_span_problem if sampled else span_layout_problem
     return rule(
-        *(np.asarray(spans[name]).astype(np.int64, copy=False) for name in SPAN_ARRAYS),
+        *(np.asarray(spans[name]).astype(np.int64, copy=False) for name in SPAN_FIELDS),
         token_count,
     )
 
@@ -114,7 +114,7 @@ def span_problems(folder: Path) -> list[str]:
     try:
         token_count = npy_layout(folder / TOKENS_FILE).length
         for target in targets:
-            spans = {name: _load(target, name) for name in SPAN_ARRAYS}
+            spans = {name: _load(target, name) for name in SPAN_FIELDS}
             problem = _span_problem(spans, token_count, sampled=bool(epochs))
             if problem is not None:
                 problems.append(f"{target}: {problem}")
@@ -125,10 +125,11 @@ def span_problems(folder: Path) -> list[str]:
 
 def sampled_token_problems(folder: Path, scans: Mapping[str, FileScan]) -> list[str]:
     """The token ids of a sampled folder against what its ``metadata.json`` announces: HRM-Text
-    picks the dtype from ``tokenizer_info.vocab_size`` (``hrm_assets.sampling.sampler.token_dtype``)
-    and embeds every id, so ``tokens.npy`` must have that dtype and every id must be below the
-    vocabulary size. ``scans``: the folder's files as the manifest check read them."""
-    from hrm_assets.sampling.sampler import token_dtype
+    picks the dtype from ``tokenizer_info.vocab_size``
+    (``hrm_assets.sampling.sampled_files.token_dtype``) and embeds every id, so ``tokens.npy``
+    must have that dtype and every id must be below the vocabulary size. ``scans``: the
+    folder's files as the manifest check read them."""
+    from hrm_assets.sampling.sampled_files import token_dtype
 
     folder = Path(folder)
     tokens = scans.get(TOKENS_FILE)
@@ -161,7 +162,7 @@ def check_tokenized_folder(folder: Path, vocab_size: int) -> CheckReport:
     return check_tokenized_folders([folder], vocab_size)[0]
 
 
-_TOKENIZED_ARRAYS = (TOKENS_FILE, *(f"{name}.npy" for name in SPAN_ARRAYS))
+_TOKENIZED_ARRAYS = (TOKENS_FILE, *(f"{name}.npy" for name in SPAN_FIELDS))
 
 
 def check_tokenized_folders(
@@ -258,7 +259,7 @@ def _check_plain_folders(
     if not batch:
         return
     read = _core.read_span_columns(
-        [str(folders[index]) for index, _, _ in batch], list(SPAN_ARRAYS)
+        [str(folders[index]) for index, _, _ in batch], list(SPAN_FIELDS)
     )
     if read is None:  # a file changed since it was scanned: numpy reads each one
         for index, _, _ in batch:
@@ -304,7 +305,7 @@ def _check_tokenized_folder_with_numpy(folder: Path, vocab_size: int) -> CheckRe
 
     try:
         tokens = _load(folder, "tokens")
-        spans = {name: _load(folder, name) for name in SPAN_ARRAYS}
+        spans = {name: _load(folder, name) for name in SPAN_FIELDS}
         metadata = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         report = CheckReport()
@@ -313,7 +314,7 @@ def _check_tokenized_folder_with_numpy(folder: Path, vocab_size: int) -> CheckRe
     return _tokenized_report(
         folder.name,
         vocab_size,
-        dtypes=[tokens.dtype, *(spans[name].dtype for name in SPAN_ARRAYS)],
+        dtypes=[tokens.dtype, *(spans[name].dtype for name in SPAN_FIELDS)],
         span_problem=_span_problem(spans, len(tokens), sampled=False),
         rows=len(spans["inst_start"]),
         metadata=metadata,
@@ -336,9 +337,9 @@ def _tokenized_report(
     short: int,
 ) -> CheckReport:
     """The report of tokenized folder ``name`` from its figures (``dtypes``: of tokens, then of
-    the spans in ``SPAN_ARRAYS`` order), however they were read: its messages, stated once."""
+    the spans in ``SPAN_FIELDS`` order), however they were read: its messages, stated once."""
     report = CheckReport()
-    expected = ("<u4", *("<u8" for _ in SPAN_ARRAYS))
+    expected = ("<u4", *("<u8" for _ in SPAN_FIELDS))
     for file, dtype, wanted in zip(_TOKENIZED_ARRAYS, dtypes, expected, strict=True):
         if dtype != _dtype(wanted):
             report.problem(f"{name}: {file} has dtype {dtype}, expected {wanted}")
@@ -396,7 +397,7 @@ def check_sampled_folder(folder: Path, epochs: int | None = None) -> CheckReport
         epoch_dir = folder / f"epoch_{epoch}"
         try:
             spans = {
-                name: np.load(epoch_dir / f"{name}.npy", mmap_mode="r") for name in SPAN_ARRAYS
+                name: np.load(epoch_dir / f"{name}.npy", mmap_mode="r") for name in SPAN_FIELDS
             }
         except (OSError, ValueError) as error:
             report.problem(f"{epoch_dir}: unreadable: {error}")
