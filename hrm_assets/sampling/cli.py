@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.common import settings
+from hrm_assets.common.layout import is_cleaned_name
 from hrm_assets.common.storage import ObjectRoot, parse_location
 from hrm_assets.sampling.analytics import render_report
 from hrm_assets.sampling.defaults import SETTINGS, SamplingSetting, shown_default
@@ -267,8 +268,6 @@ def default_output_among_cleaned_files(output_path: Path) -> str | None:
     """A warning when the output is the default one (``$HRM_DATA_ROOT/sampled/local``) and
     that data root holds cleaned files itself, as data_io's ``data/`` folder does: the epochs
     would land inside a data_io user's cleaned folder."""
-    from hrm_assets.common.layout import is_cleaned_name
-
     default = default_values()["output_path"]
     if Path(output_path).absolute() != Path(str(default)).absolute():
         return None

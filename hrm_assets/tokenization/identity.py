@@ -21,18 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hrm_assets import _core
 from hrm_assets.common.layout import safe_name
+from hrm_assets.common.manifest import MANIFEST_FILE, VerifyReport, verify_folders
 from hrm_assets.common.settings import METADATA_FILE, TOKENS_FILE
-
-if TYPE_CHECKING:
-    from hrm_assets.common.manifest import VerifyReport
+from hrm_assets.contracts.spans import SPAN_FILES
 
 OWNER_MARKER: str = _core.OWNER_MARKER
-# Every array of a tokenized folder but tokens.npy: one entry per row.
-SPAN_FILES = tuple(name for name in _core.ARRAY_FILES if name != TOKENS_FILE)
 
 
 def is_hrm_tokenized(folder: Path) -> bool:
@@ -121,8 +117,6 @@ def tokenized_input_problems(folders: list[Path]) -> list[str]:
     file hashed in one parallel call) and, for hrm-data's, its identity. data_io's folders
     (no manifest, no marker) have nothing to check against and pass. Each problem names the
     file."""
-    from hrm_assets.common.manifest import MANIFEST_FILE, verify_folders
-
     checked = [
         Path(folder)
         for folder in folders
