@@ -101,9 +101,9 @@ def concatenate_tokens(
     assignment and wrap, as in data_io: the caller refuses the output then) and the file's
     manifest entry.
 
-    The Rust core does the work without the GIL (``rust_tokenizer/src/concat.rs``): ``workers``
-    threads read, cast and write blocks of ``COPY_BLOCK`` elements at their offsets, two
-    blocks each at most ahead of the thread that hashes them in file order from the same
+    The Rust core does the work without the GIL (``rust_tokenizer/src/sample/concat.rs``):
+    ``workers`` threads read, cast and write blocks of ``COPY_BLOCK`` elements at their offsets,
+    two blocks each at most ahead of the thread that hashes them in file order from the same
     buffers. Memory stays a few MiB whatever the corpus, and the hash costs no second read.
     Setting ``stop`` (from another thread) ends the copy early with :class:`CopyStopped`,
     leaving ``destination`` unfinished.

@@ -5,11 +5,12 @@ turn takes its rows from a permutation of its own rows, drawing a new permutatio
 needs rows and its current one is used up; then the epoch's rows are shuffled with one more
 permutation. Every epoch is written as one int64 ``.npy`` per span field, in the shuffled order.
 
-Two implementations give the same bytes. The Rust core (``rust_tokenizer/src/epochs.rs``,
-``philox.rs``) draws and writes without the GIL while the tokens are being copied; it restates
-numpy's Philox and ``Generator.permutation``. numpy does not promise its ``Generator`` streams
-across releases (NEP 19), so the Rust draw is used only after it reproduced the installed numpy's
-permutations (checked once per process); otherwise numpy draws, here in Python.
+Two implementations give the same bytes. The Rust core
+(``rust_tokenizer/src/sample/epoch_draw.rs``, ``sample/philox.rs``) draws and writes without the
+GIL while the tokens are being copied; it restates numpy's Philox and ``Generator.permutation``.
+numpy does not promise its ``Generator`` streams across releases (NEP 19), so the Rust draw is
+used only after it reproduced the installed numpy's permutations (checked once per process);
+otherwise numpy draws, here in Python.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A tokenized root holds thousands of tasks; doing each task's checks and filterin
 of numpy calls costs more in call overhead than in arithmetic. Here the tasks' rows sit back to
 back (task ``t`` owns rows ``bounds[t]:bounds[t + 1]``) and every rule is one vectorised
 expression; per-task figures are segment sums. The functions take plain int64 arrays, so
-:mod:`hrm_assets.sampling.task_folders` keeps its ``Spans`` and messages and this module only computes.
+:mod:`hrm_assets.sampling.task_folders` keeps its ``Spans`` and messages and this module only
+computes.
 
 The span rule (:func:`row_flags`) is stated here and nowhere else: the sampler applies it to
 the tokenized folders it reads, and :mod:`hrm_assets.checks.consistency` to tokenized folders and
