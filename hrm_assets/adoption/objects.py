@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,3 +189,20 @@ def adopt_objects(objects: AdoptedObjects, specs: Iterable[SourceSpec]) -> Adopt
         links_skipped=[],
         provenance=[Provenance(root=root.url) for root in objects.roots],
     )
+
+
+@dataclass(frozen=True)
+class ObjectCorpus:
+    """Adopted objects as a tokenizer's training corpus (``tokenizer.train.TrainingCorpus``):
+    entries from their content hashes, the files downloaded only to train."""
+
+    objects: AdoptedObjects
+    after_hashing: Callable[[], None] = lambda: None  # keeps the hashes (a memo file)
+
+    def entries(self) -> list[tuple[str, int, str]]:
+        found = [(item.safe_name, *self.objects.sha256(item)) for item in self.objects.files()]
+        self.after_hashing()
+        return found
+
+    def opened(self) -> contextlib.AbstractContextManager[list[CleanedFile]]:
+        return self.objects.read_locally(self.objects.files())

@@ -14,13 +14,14 @@ files with Rust's ``DefaultHasher`` + PCG64):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hrm_assets.cleaning.rows import iter_cleaned_rows
 from hrm_assets.common.atomic import atomic_write_bytes, atomic_write_text
@@ -135,10 +136,15 @@ def file_documents(item: CleanedFile, rules: list[PrefixRule], seed: int = 0) ->
 
 
 def corpus_documents(
-    cleaned_roots: list[Path], rules: list[PrefixRule], seed: int = 0
+    cleaned_roots: list[Path],
+    rules: list[PrefixRule],
+    seed: int = 0,
+    files: Sequence[CleanedFile] | None = None,
 ) -> Iterator[tuple[CleanedFile, list[str]]]:
-    """Every cleaned file's documents, file by file in safe-name order."""
-    for item in scan_cleaned_files(cleaned_roots):
+    """Every cleaned file's documents (of ``files`` when given, else of the files under
+    ``cleaned_roots``), file by file in safe-name order."""
+    chosen = scan_cleaned_files(cleaned_roots) if files is None else list(files)
+    for item in sorted(chosen, key=lambda item: item.safe_name):
         yield item, file_documents(item, rules, seed)
 
 
@@ -184,8 +190,34 @@ def is_ours(out_path: Path) -> bool:
     return file_sha256(out_path) in (record["sha256"], record.get("pending_sha256"))
 
 
-def _corpus_fingerprint(files: list[CleanedFile]) -> str:
-    return value_sha256([(f.safe_name, f.path.stat().st_size, file_sha256(f.path)) for f in files])
+class TrainingCorpus(Protocol):
+    """The cleaned files a tokenizer trains on: their content entries (for the build record's
+    fingerprint, without reading rows) and, for training, the files to read."""
+
+    def entries(self) -> list[tuple[str, int, str]]:
+        """(safe name, size, SHA-256) of each file."""
+        ...
+
+    def opened(self) -> contextlib.AbstractContextManager[Sequence[CleanedFile]]:
+        """The files as local paths while the context is open."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalCorpus:
+    """Cleaned files on this machine (links to files are read through)."""
+
+    files: Sequence[CleanedFile]
+
+    def entries(self) -> list[tuple[str, int, str]]:
+        return [(f.safe_name, f.path.stat().st_size, file_sha256(f.path)) for f in self.files]
+
+    def opened(self) -> contextlib.AbstractContextManager[Sequence[CleanedFile]]:
+        return contextlib.nullcontext(list(self.files))
+
+
+def _corpus_fingerprint(corpus: TrainingCorpus) -> str:
+    return value_sha256(sorted(corpus.entries()))
 
 
 def _write_owned(out_path: Path, data: bytes, record: dict) -> str:
@@ -239,8 +271,11 @@ def build_tokenizer(
     adopt_path: Path | None = None,
     retrain: bool = False,
     log: Callable[[str], None] = lambda message: None,
+    corpus: TrainingCorpus | None = None,
 ) -> TokenizerOutcome:
-    """Write ``out_path`` (a ``tokenizer.json``): adopt ``adopt_path``, or train on the corpus.
+    """Write ``out_path`` (a ``tokenizer.json``): adopt ``adopt_path``, or train on the corpus:
+    the files under ``cleaned_root``, or ``corpus`` when given (an adopted corpus's files,
+    links or objects included; read only when a tokenizer is trained).
 
     A ``tokenizer.json`` already at ``out_path`` that this project did not write (no build
     record of ours, see :func:`is_ours`: data_io's shipped tokenizer, a Hub download) is
@@ -280,7 +315,8 @@ def build_tokenizer(
             )
         return _adopted(out_path, log)
 
-    files = scan_cleaned_files(cleaned_root)
+    if corpus is None:
+        corpus = LocalCorpus(scan_cleaned_files(cleaned_root))
     settings = value_sha256(
         {
             "vocab_size": vocab_size,
@@ -289,10 +325,10 @@ def build_tokenizer(
             "special": SPECIAL_TOKENS,
         }
     )
-    corpus = _corpus_fingerprint(files)
+    fingerprint = _corpus_fingerprint(corpus)
     record = read_record(record_path_of(out_path))
     if not retrain and out_path.exists() and record and record.get("settings") == settings:
-        changed = record.get("corpus") != corpus
+        changed = record.get("corpus") != fingerprint
         log(
             "keeping tokenizer.json"
             + (": the corpus changed since training (retrain to use it)" if changed else "")
@@ -308,14 +344,15 @@ def build_tokenizer(
         )
 
     documents: list[str] = []
-    for item, docs in corpus_documents([Path(cleaned_root)], rules, seed):
-        log(f"{item.safe_name}: {len(docs):,} documents")
-        documents.extend(docs)
+    with corpus.opened() as files:
+        for item, docs in corpus_documents([Path(cleaned_root)], rules, seed, files):
+            log(f"{item.safe_name}: {len(docs):,} documents")
+            documents.extend(docs)
     log(f"training BPE (vocab {vocab_size:,}) on {len(documents):,} documents")
     tokenizer = train_tokenizer(documents, vocab_size=vocab_size)
     digest = _write_owned(
         out_path,
         tokenizer.to_str(pretty=True).encode("utf-8"),
-        {"settings": settings, "corpus": corpus, "documents": len(documents)},
+        {"settings": settings, "corpus": fingerprint, "documents": len(documents)},
     )
     return TokenizerOutcome(out_path, digest, vocab_size_of(tokenizer), True, len(documents))

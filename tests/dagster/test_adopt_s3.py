@@ -171,3 +171,56 @@ def test_folders_and_s3_roots_together_are_refused():
         ObjectRoot("s3://bucket/a"),
         ObjectRoot("s3://bucket/b"),
     ]
+
+
+def test_a_tokenizer_trains_on_adopted_objects(s3_bucket, tmp_path, real_raw, monkeypatch, hashed):
+    """Training reads the objects (from a temporary folder, removed afterwards); a later
+    materialization keeps the tokenizer from the objects' recorded hashes, reading nothing."""
+    import os
+
+    from support.dagster_instance import failure_text
+
+    from hrm_assets.common import settings
+    from hrm_assets.defs.common.keys import TOKENIZER_KEY
+    from hrm_assets.defs.common.resources import DataPaths
+    from hrm_assets.defs.tokenizer.assets import tokenizer
+
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    write_data_io_layout(tmp_path / "download", real_raw)
+    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
+    upload_as_someone_else(tmp_path / "download", corpus)
+    users = objects_state(corpus)
+    paths = DataPaths(
+        data_root=str(tmp_path / "ours"),
+        adopted_cleaned=f"s3://{s3_bucket}/corpus/data:s3://{s3_bucket}/corpus/data_clustered",
+        prefix_config_path=str(settings.default_prefix_config_path()),
+    )
+    config = {"ops": {"tokenizer": {"config": {"vocab_size": 512}}}}
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+
+        def materialized() -> dict:
+            result = dg.materialize(
+                [tokenizer],
+                instance=instance,
+                resources={"data_paths": paths},
+                run_config=config,
+                raise_on_error=False,
+            )
+            assert result.success, failure_text(result)
+            event = instance.get_latest_materialization_event(TOKENIZER_KEY)
+            return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+        first = materialized()
+        assert first["trained"] is True and first["documents"] == 2 * 43
+        assert len(hashed) == 5  # every object once, the one of no known source too
+        again = materialized()
+        assert again["trained"] is False and again["corpus_changed_since_training"] is False
+        assert len(hashed) == 5, "unchanged objects are not read again"
+    assert (paths.tokenizer_json).is_file()
+    assert os.listdir(tmp_path / "tmp") == [], "the downloaded copies are removed"
+    assert objects_state(corpus) == users

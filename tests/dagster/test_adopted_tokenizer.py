@@ -101,3 +101,60 @@ def test_no_materialization_modifies_an_adopted_tokenizer(setup, tmp_path):
     info = json.loads((paths.tokenized_root / "tokenizer_info.json").read_text())
     assert info["tokenizer_path"] == str(shipped / "tokenizer.json")
     assert _folder_state(shipped) == before
+
+
+def _tokenizer_metadata(instance) -> dict:
+    event = instance.get_latest_materialization_event(TOKENIZER_KEY)
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+def test_retraining_on_an_adopted_hub_corpus_writes_a_tokenizer_of_its_own(
+    tmp_path, real_raw, small_tokenizer_path
+):
+    """The explicit choice to train: the tokenizer reads the adopted files (through the Hub
+    cache's links) and is written into a folder of its own; the adopted tokenizer and files
+    stay as they are."""
+    from support.adopted_platform import tree_state
+    from test_adopt_cleaned import as_hub_cache, write_data_io_layout
+
+    write_data_io_layout(tmp_path / "download", real_raw)
+    roots = as_hub_cache(tmp_path / "download", tmp_path / "hub")
+    shipped = tmp_path / "data_io" / "bpe"
+    shipped.mkdir(parents=True)
+    (shipped / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    users = {folder: tree_state(folder) for folder in (tmp_path / "hub", shipped)}
+
+    def paths_with(tokenizer_dir) -> DataPaths:
+        return DataPaths(
+            data_root=str(tmp_path / "ours"),
+            tokenizer_at=str(tokenizer_dir),
+            adopted_cleaned=":".join(str(root) for root in roots),
+            prefix_config_path=str(settings.default_prefix_config_path()),
+        )
+
+    retrain = {"ops": {"tokenizer": {"config": {"retrain": True, "vocab_size": 512}}}}
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        refused = _materialize(instance, paths_with(shipped), [tokenizer], run_config=retrain)
+        assert not refused.success and "never replaced in place" in failure_text(refused)
+
+        own = tmp_path / "ours" / "bpe"
+        trained = _materialize(instance, paths_with(own), [tokenizer], run_config=retrain)
+        assert trained.success, failure_text(trained)
+        metadata = _tokenizer_metadata(instance)
+        assert metadata["trained"] is True and metadata["adopted"] is False
+        # Every row of every adopted file (43 rows, through links): instruction and response.
+        assert metadata["documents"] == 2 * 43
+        assert file_sha256(own / "tokenizer.json") != file_sha256(shipped / "tokenizer.json")
+
+        # Without the choice to retrain, the tokenizer trained on the same files is kept.
+        kept = _materialize(
+            instance,
+            paths_with(own),
+            [tokenizer],
+            run_config={"ops": {"tokenizer": {"config": {"vocab_size": 512}}}},
+        )
+        assert kept.success, failure_text(kept)
+        metadata = _tokenizer_metadata(instance)
+        assert metadata["trained"] is False and metadata["corpus_changed_since_training"] is False
+    assert {folder: tree_state(folder) for folder in users} == users

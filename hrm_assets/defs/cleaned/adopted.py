@@ -24,6 +24,7 @@ from hrm_assets.adoption.cleaned import (
 )
 from hrm_assets.adoption.objects import (
     AdoptedObjects,
+    ObjectCorpus,
     adopt_objects,
     load_object_memo,
     save_object_memo,
@@ -93,9 +94,16 @@ class RemoteAdoptedCleaned(AdoptedObjects):
 
     def heads(self, files):
         found = super().heads(files)
+        self.save_memo()
+        return found
+
+    def save_memo(self) -> None:
         if self.memo.hashed:
             save_object_memo(self.memo_file, self.memo, self.files())
-        return found
+
+    def training_corpus(self) -> ObjectCorpus:
+        """The objects as a tokenizer's training corpus; hashes computed for it are kept."""
+        return ObjectCorpus(self, self.save_memo)
 
 
 def adopted_remote_roots(data_paths: DataPaths):

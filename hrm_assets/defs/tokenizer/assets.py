@@ -1,4 +1,5 @@
-"""The BPE tokenizer: trained on every cleaned file, or adopted from a given tokenizer.json."""
+"""The BPE tokenizer: trained on every cleaned file (ours, or the adopted roots' when
+``HRM_ADOPT_CLEANED`` names some), or adopted from a given tokenizer.json."""
 
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from hrm_assets.sampling.prefix_config import load_prefix_rules
 from hrm_assets.tokenizer.train import (
     DEFAULT_VOCAB_SIZE,
     SPECIAL_TOKENS,
+    LocalCorpus,
     TokenizerOutcome,
     TokenizerOwnershipError,
+    TrainingCorpus,
     adopted_tokenizer,
     build_tokenizer,
     record_path_of,
@@ -98,6 +101,7 @@ def tokenizer(
             adopt_path=Path(config.tokenizer_path) if config.tokenizer_path else None,
             retrain=config.retrain,
             log=context.log.info,
+            corpus=adopted_training_corpus(data_paths),
         )
     except TokenizerOwnershipError as error:
         raise dg.Failure(description=str(error)) from None
@@ -109,6 +113,22 @@ def tokenizer(
     return dg.MaterializeResult(
         data_version=dg.DataVersion(outcome.sha256), metadata=tokenizer_metadata(outcome, path)
     )
+
+
+def adopted_training_corpus(data_paths: DataPaths) -> TrainingCorpus | None:
+    """What a tokenizer trains on when cleaned roots are adopted: every cleaned file of the
+    roots (links to files followed, as in a Hub cache; objects of s3:// roots, read only to
+    train), never written. None: the cleaned root is ours."""
+    roots = data_paths.adopted_cleaned_roots
+    if not roots:
+        return None
+    if any(isinstance(root, ObjectRoot) for root in roots):
+        from hrm_assets.defs.cleaned.adopted import RemoteAdoptedCleaned
+
+        return RemoteAdoptedCleaned(data_paths).training_corpus()
+    from hrm_assets.adoption.cleaned import scan_adopted
+
+    return LocalCorpus(scan_adopted(roots).files)
 
 
 def tokenizer_metadata(outcome: TokenizerOutcome, path: str) -> dict:
