@@ -48,6 +48,7 @@ import yaml
 
 from bench.measure import measured, run_child
 from hrm_assets.common.npy_files import npy_layout
+from hrm_assets.contracts.spans import SPAN_FIELDS
 from hrm_assets.sampling.prefix_config import load_prefix_rules, rule_for
 from hrm_assets.sampling.sampler import (
     filter_rows,
@@ -72,7 +73,6 @@ DEFAULT_TOKENS = (2_000_000, 8_000_000, 32_000_000)
 DEFAULT_REPEATS = 3
 
 METHODS = ("bound", "ours", "data_io")
-SPAN_FIELDS = ("inst_start", "inst_len", "resp_start", "resp_len")
 WITHIN_BOUND_TARGET = 2.0
 
 

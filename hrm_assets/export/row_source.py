@@ -36,9 +36,9 @@ from hrm_assets.common.npy_files import (
     load_integers_quickly,
     npy_layout_quickly,
 )
+from hrm_assets.contracts.spans import SPAN_FIELDS
 from hrm_assets.sampling.datacard.verification import verify_sampled_folder
 from hrm_assets.sampling.sampler import (
-    SPAN_FIELDS,
     TOKENS_FILE,
     SamplingError,
     load_spans,
