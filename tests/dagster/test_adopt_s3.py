@@ -160,6 +160,9 @@ def test_s3_roots_with_a_tokenized_root_on_disk_are_one_line(s3_bucket, tmp_path
         ValueError, match="the tokenized root .* is on disk: set HRM_TOKENIZED_ROOT"
     ):
         adopted_remote_roots(paths)
+    # The sensor's tick and the adoption command say it before any run fails on it.
+    warnings = plan_adoption(dg.DagsterInstance.ephemeral(), paths).warnings()
+    assert any("is on disk: set HRM_TOKENIZED_ROOT" in line for line in warnings)
 
 
 def test_folders_and_s3_roots_together_are_refused():
@@ -223,4 +226,41 @@ def test_a_tokenizer_trains_on_adopted_objects(s3_bucket, tmp_path, real_raw, mo
         assert len(hashed) == 5, "unchanged objects are not read again"
     assert (paths.tokenizer_json).is_file()
     assert os.listdir(tmp_path / "tmp") == [], "the downloaded copies are removed"
+    assert objects_state(corpus) == users
+
+
+def test_s3_roots_adopted_from_the_command_line_then_tokenized(
+    s3_bucket, tmp_path, real_raw, small_tokenizer_path
+):
+    """``python -m hrm_assets.adoption --cleaned s3://...`` with an s3:// tokenized root in
+    ``.env``, then ``hrm-materialize-tokenized``, as docs/COMING_FROM_DATA_IO.md says."""
+    import sys
+
+    from support.project_commands import commands_in
+
+    write_data_io_layout(tmp_path / "download", real_raw)
+    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
+    upload_as_someone_else(tmp_path / "download", corpus)
+    users = objects_state(corpus)
+    (tmp_path / "bpe").mkdir()
+    (tmp_path / "bpe" / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    tokenized_url = f"s3://{s3_bucket}/tokenized"
+    (tmp_path / ".env").write_text(
+        f"HRM_TOKENIZED_ROOT=${{HRM_TOKENIZED_ROOT:-{tokenized_url}}}\n"
+        f"HRM_CACHE_DIR=${{HRM_CACHE_DIR:-{tmp_path / 'cache'}}}\n"
+    )
+    run = commands_in(tmp_path)
+    roots = f"s3://{s3_bucket}/corpus/data:s3://{s3_bucket}/corpus/data_clustered"
+
+    adopted = run(sys.executable, "-m", "hrm_assets.adoption", "--cleaned", roots,
+                  "--tokenizer", "bpe")  # fmt: skip
+    assert adopted.returncode == 0, adopted.stderr[-3000:]
+    assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
+    assert f"s3://{s3_bucket}/corpus/data/mystery_corpus.jsonl" in adopted.stderr
+
+    done = run("hrm-materialize-tokenized", "flan", "gsm8k_train")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tokenized/flan: 2 partition(s) done in " in done.stdout
+    out = ObjectStore(ObjectRoot.parse(tokenized_url))
+    assert sorted(folders_state(out)) == [*FLAN_KEYS, "gsm8k_train.jsonl"]
     assert objects_state(corpus) == users

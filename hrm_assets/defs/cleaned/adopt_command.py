@@ -5,7 +5,7 @@ tokenizer when it is adopted, and a tokenized partition per file. Then
 ``hrm-materialize-tokenized`` (or automation) tokenizes them.
 
 The roots are ``$HRM_ADOPT_CLEANED`` (folders or ``hf://datasets/<org>/<name>@<revision>``
-addresses, separated by ``:``), or ``--cleaned``, which also
+addresses, or ``s3://bucket/prefix`` roots, separated by ``:``), or ``--cleaned``, which also
 writes them into the ``.env`` of the working directory, and ``--tokenizer`` the tokenizer's
 folder (``HRM_TOKENIZER_ROOT``) likewise: every later ``dagster`` command and ``dagster dev``
 run there must see the same roots, since the tokenized step reads the files from them.
@@ -65,7 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     data_paths = DataPaths.from_environment()
-    tokenized = bool(os.environ.get(settings.TOKENIZED_ROOT_ENV))
+    # A tokenized root in object storage set in the environment is where our step writes
+    # (adopted s3:// corpora are tokenized there); only --tokenized asks to adopt one.
+    tokenized = bool(args.tokenized) or (
+        bool(os.environ.get(settings.TOKENIZED_ROOT_ENV))
+        and not isinstance(data_paths.tokenized_location, ObjectRoot)
+    )
     try:
         adopted_roots = data_paths.adopted_cleaned_roots  # hf:// addresses resolved here
     except ValueError as error:

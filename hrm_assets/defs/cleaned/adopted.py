@@ -9,7 +9,7 @@ in this mode records the same, with its ``rows_valid`` check, instead of cleanin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -106,7 +106,7 @@ class RemoteAdoptedCleaned(AdoptedObjects):
         return ObjectCorpus(self, self.save_memo)
 
 
-def adopted_remote_roots(data_paths: DataPaths):
+def adopted_remote_roots(data_paths: DataPaths, check_only: bool = False):
     """(the adopted object roots, the remote tokenized root) for the tokenized step, or None
     when the adopted roots are not in object storage. Their files are tokenized by the Rust
     core reading each object in place, into a tokenized root in object storage."""
@@ -121,6 +121,8 @@ def adopted_remote_roots(data_paths: DataPaths):
             "disk: set HRM_TOKENIZED_ROOT (or HRM_DATA_ROOT) to an s3:// root, where the "
             "objects are tokenized without being copied here"
         )
+    if check_only:
+        return None
     return RemoteAdoptedCleaned(data_paths), RemoteTokenized(tokenized)
 
 
@@ -218,6 +220,7 @@ class AdoptionPlan:
     corpus: AdoptedCorpus
     events: list[dg.AssetMaterialization]
     partitions: dict[str, tuple[list[str], list[str]]]
+    problems: list[str] = field(default_factory=list)  # what keeps the files from tokenizing
 
     def summary(self) -> str:
         changes = [
@@ -233,7 +236,7 @@ class AdoptionPlan:
         )
 
     def warnings(self) -> list[str]:
-        found = []
+        found = list(self.problems)
         unknown = self.corpus.unknown_warning()
         if unknown:
             found.append(unknown)
@@ -262,4 +265,9 @@ def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> Adopti
         name: partition_requests(instance, spec, root, corpus.sources[name].files)
         for name, spec in SOURCES.items()
     }
-    return AdoptionPlan(corpus=corpus, events=events, partitions=partitions)
+    problems = []
+    try:
+        adopted_remote_roots(data_paths, check_only=True)
+    except ValueError as error:
+        problems.append(str(error))
+    return AdoptionPlan(corpus=corpus, events=events, partitions=partitions, problems=problems)
