@@ -4,6 +4,10 @@ platform's own inputs without copying or modifying them.
 - :mod:`~hrm_assets.adoption.cleaned`: cleaned roots laid out as data_io writes them (``data/``
   and ``data_clustered/``) or as a Hugging Face Hub download caches them (symlinks into
   ``blobs/``): their files by source, content versions and provenance.
+- :mod:`~hrm_assets.adoption.objects`: cleaned roots in object storage (``s3://``), listed and
+  hashed in one streaming pass per changed object, read in place.
+- :mod:`~hrm_assets.adoption.provenance`: the Hub corpus of each adopted file, recorded beside
+  the tokenized folders and credited in the data card.
 - :mod:`~hrm_assets.adoption.tokenized`: a tokenized root data_io's binary wrote: its folders
   checked and hashed once.
 

@@ -108,8 +108,9 @@ class RemoteAdoptedCleaned(AdoptedObjects):
 
 def adopted_remote_roots(data_paths: DataPaths, check_only: bool = False):
     """(the adopted object roots, the remote tokenized root) for the tokenized step, or None
-    when the adopted roots are not in object storage. Their files are tokenized by the Rust
-    core reading each object in place, into a tokenized root in object storage."""
+    when the adopted roots are not in object storage (or with ``check_only``, once the roots
+    are found usable). Their files are tokenized by the Rust core reading each object in
+    place, into a tokenized root in object storage; one on disk raises ``ValueError``."""
     if not adopted_object_roots(data_paths):
         return None
     from hrm_assets.tokenization.remote import RemoteTokenized
