@@ -264,3 +264,49 @@ def test_s3_roots_adopted_from_the_command_line_then_tokenized(
     out = ObjectStore(ObjectRoot.parse(tokenized_url))
     assert sorted(folders_state(out)) == [*FLAN_KEYS, "gsm8k_train.jsonl"]
     assert objects_state(corpus) == users
+
+
+def test_a_cleaned_asset_run_by_hand_records_the_objects_and_checks_their_rows(
+    s3_bucket, tmp_path, real_raw, monkeypatch
+):
+    """In adoption mode a cleaned asset never cleans: it records the adopted objects and runs
+    its rows check over a temporary copy of them, removed afterwards."""
+    import tempfile
+
+    from support.dagster_instance import failure_text
+
+    from hrm_assets.cleaning.sources import get_source
+    from hrm_assets.common import settings
+    from hrm_assets.defs.cleaned.assets import build_cleaned_asset
+    from hrm_assets.defs.common.resources import DataPaths
+
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    write_data_io_layout(tmp_path / "download", real_raw)
+    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
+    upload_as_someone_else(tmp_path / "download", corpus)
+    users = objects_state(corpus)
+    paths = DataPaths(
+        data_root=str(tmp_path / "ours"),
+        adopted_cleaned=f"s3://{s3_bucket}/corpus/data",
+        tokenized_at=f"s3://{s3_bucket}/tokenized",
+        prefix_config_path=str(settings.default_prefix_config_path()),
+    )
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [build_cleaned_asset(get_source("gsm8k_train"))],
+            instance=instance,
+            resources={"data_paths": paths},
+            raise_on_error=False,
+        )
+        assert result.success, failure_text(result)
+        (materialization,) = result.asset_materializations_for_node("cleaned__gsm8k_train")
+        assert materialization.metadata["adopted"].value is True
+        (check,) = result.get_asset_check_evaluations()
+        assert check.passed and check.metadata["rows"].value == 20
+        assert instance.get_dynamic_partitions(TOKENIZED_PARTITIONS["gsm8k_train"].name) == [
+            "gsm8k_train.jsonl"
+        ]
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert objects_state(corpus) == users
