@@ -47,7 +47,7 @@ from hrm_assets.common.storage import (
     remote_tree_sha256,
     storage_options,
 )
-from hrm_assets.tokenization.framing import tokenizer_info_json
+from hrm_assets.contracts.framing import tokenizer_info_json
 from hrm_assets.tokenization.partitioning import relative_paths_for
 from hrm_assets.tokenization.tokenize import (
     ARRAY_FILES,

@@ -23,6 +23,7 @@ from hrm_assets.common.layout import CleanedFile, LayoutError, is_hidden_name
 from hrm_assets.common.object_mirror import mirror_tree
 from hrm_assets.common.settings import TOKENIZER_INFO_FILE, TOKENIZER_JSON
 from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.contracts.framing import Framing
 from hrm_assets.defs.common.automation import freshness_policy, on_upstream_data_change
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, GENERAL_QUEUE
 from hrm_assets.defs.common.keys import TOKENIZED_PREFIX, TOKENIZER_KEY, cleaned_key, tokenized_key
@@ -43,7 +44,6 @@ from hrm_assets.defs.tokenized.records import (
     recorded_data_versions,
     version_tags,
 )
-from hrm_assets.tokenization.framing import Framing
 from hrm_assets.tokenization.partitioning import partition_file
 from hrm_assets.tokenization.remote import RemoteCleaned, RemoteTokenized, tokenize_remote
 from hrm_assets.tokenization.tokenize import (
