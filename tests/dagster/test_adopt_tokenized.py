@@ -117,3 +117,53 @@ def test_a_root_made_with_another_tokenizer_is_not_adopted(data_io_user):
         f"error: nothing adopted: {info}: vocab_size is 65536, the tokenizer in use gives 512"
     ) in done.stderr
     assert tree_state(tmp_path / "data_tokenized_bpe_65k") == before
+
+
+def test_a_root_of_data_ios_binary_from_a_hub_corpus_is_credited(data_io_user):
+    """The cleaned files as a Hub download: the adopted folders' records name the corpus, and
+    the epochs sampled from data_io's root credit it in their data card."""
+    import json
+
+    from support.adopted_platform import tree_state as link_state
+    from test_adopt_cleaned import HUB_ID, REVISION, as_hub_cache
+
+    tmp_path, run = data_io_user
+    (tmp_path / "download").mkdir()
+    shutil.move(tmp_path / "data", tmp_path / "download" / "data")
+    snapshot_data = as_hub_cache(tmp_path / "download", tmp_path / "hub")[0]
+    root = tmp_path / "data_tokenized_bpe_65k"
+    for name in ADOPTED.values():
+        # data_io's binary writes these two keys (the golden folders leave the file out).
+        cleaned = next(
+            path
+            for path in snapshot_data.rglob("*")
+            if path.is_file()
+            and path.relative_to(snapshot_data).as_posix().replace("/", "__") == name
+        )
+        stat = cleaned.stat()
+        (root / name / "metadata.json").write_text(json.dumps(
+            {"source_mtime": int(stat.st_mtime), "source_size": stat.st_size}
+        ))  # fmt: skip
+    folders = {name: tree_state(root / name) for name in ADOPTED.values()}
+    users = link_state(tmp_path / "hub")
+    done = run(
+        sys.executable, "-m", "hrm_assets.adoption", "--cleaned", str(snapshot_data),
+        "--tokenized", "data_tokenized_bpe_65k", "--tokenizer", "bpe",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        for source in ADOPTED:
+            event = instance.get_latest_materialization_event(tokenized_key(source))
+            metadata = event.asset_materialization.metadata
+            assert metadata["adopted"].value is True
+            assert (metadata["hub_id"].value, metadata["hub_revision"].value) == (HUB_ID, REVISION)
+
+    sampled = run("hrm-sample", "tokenized_path=data_tokenized_bpe_65k", "output_path=sampled")
+    assert sampled.returncode == 0, sampled.stderr[-3000:]
+    card = json.loads((tmp_path / "sampled" / "datacard.json").read_text())
+    (credit,) = card["cleaned_corpora"]
+    assert (credit["hub_id"], credit["revision"]) == (HUB_ID, REVISION)
+    assert credit["tasks"] == len(ADOPTED)
+    # data_io's folders are as they were; only our record is beside them.
+    assert {name: tree_state(root / name) for name in ADOPTED.values()} == folders
+    assert link_state(tmp_path / "hub") == users

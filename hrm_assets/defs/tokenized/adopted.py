@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from hrm_assets.adoption.provenance import read_provenance
 from hrm_assets.adoption.tokenized import adopt_folder, is_foreign, tokenizer_info_problems
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedFile, scan_cleaned_tree
@@ -62,6 +63,7 @@ def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> Toke
         outcome.refused = [f"nothing adopted: {problem}" for problem in problems]
         return outcome
     files = cleaned_files(data_paths)
+    hub = read_provenance(root)  # the Hub corpus of each cleaned file, when adopted from one
     for name in SOURCES:
         key = tokenized_key(name)
         registered = instance.get_dynamic_partitions(TOKENIZED_PARTITIONS[name].name)
@@ -96,8 +98,16 @@ def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> Toke
                         "arrays": dg.MetadataValue.json(
                             {n: {"size": s, "sha256": d} for n, (s, d) in folder.arrays.items()}
                         ),
+                        **hub_metadata(hub.get(item.safe_name)),
                     },
                     tags={**tags, DATA_VERSION_TAG: version},
                 )
             )
     return outcome
+
+
+def hub_metadata(entry: dict | None) -> dict[str, str]:
+    """``hub_id`` and ``hub_revision`` of the cleaned corpus a folder's file came from."""
+    if not entry:
+        return {}
+    return {"hub_id": str(entry["hub_id"]), "hub_revision": str(entry.get("revision") or "")}
