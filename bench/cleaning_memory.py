@@ -14,7 +14,7 @@ bytes; the table says whether they did. Target (issue 3): the streaming run at 1
 stays under 1.3x its 1x peak and under 2 GiB.
 
 :func:`run_cleaning_memory_benchmark` returns the figures (for ``python -m bench``);
-``--write`` also saves the table to ``docs/BENCHMARKS-cleaning.md``.
+``--write`` also saves the table in its own marked section of ``docs/BENCHMARKS-cleaning.md``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.doc_sections import replace_section
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOC_PATH = REPO_ROOT / "docs" / "BENCHMARKS-cleaning.md"
 
+SECTION = "cleaning_memory"
 SOURCE = "gsm8k_train"
 HUB_CONFIG = Path("openai") / "gsm8k" / "main"
 OUTPUT = "gsm8k_train.jsonl"
@@ -276,8 +279,11 @@ class CleaningMemoryResult:
         return "\n".join(lines)
 
     def markdown(self) -> str:
+        return f"# Cleaning memory benchmark\n\n{self.section()}"
+
+    def section(self) -> str:
+        """The figures as the text of the benchmark's section of the cleaning doc."""
         return (
-            "# Cleaning memory benchmark\n\n"
             "`python -m bench.cleaning_memory --write` (see the module docstring). Source: "
             f"`{SOURCE}` on synthetic GSM8K-schema shards of {SHARD_RECORDS:,} records "
             f"({ROW_GROUP_RECORDS:,}-row row groups); each run in a fresh process, peak RSS is "
@@ -426,9 +432,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
     if args.write:
-        DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
-        DOC_PATH.write_text(result.markdown(), encoding="utf-8")
-        print(f"wrote {DOC_PATH}", file=sys.stderr)
+        # Its own marked section: the other benchmarks' sections of the file stay.
+        replace_section(DOC_PATH, SECTION, result.section(), title="## Cleaning memory")
+        print(f"wrote the {SECTION} section of {DOC_PATH}", file=sys.stderr)
     return 0
 
 

@@ -1,5 +1,6 @@
-"""OpenMathInstruct-2, tasksource, dmmath and GSM8K (a Parquet mirror) on the columnar engine against their row path, at 1
-and 2 threads: same bytes, same report (skips counted with their examples).
+"""OpenMathInstruct-2, tasksource, dmmath and GSM8K (a Parquet mirror) on the columnar engine
+against their row path, at 1 and 2 threads: same bytes, same report (skips counted with their
+examples).
 
 Every fixture is SYNTHETIC, generated here in the raw schema of its source, with the records
 the rules must handle: nulls, unselected tasks, trailing dots, odd line counts, every kind of
@@ -148,4 +149,3 @@ def test_a_jsonl_hub_mirror_stays_on_the_row_path(tmp_path):
     report = clean_source(get_source("tasksource"), tmp_path / "out", tmp_path / "raw")
     assert report.engine == "rows"
     assert report.rows_written == 1
-

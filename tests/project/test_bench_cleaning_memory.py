@@ -57,6 +57,7 @@ def test_both_methods_write_the_same_bytes_and_ratios_follow_the_figures(tiny_re
     assert "| streaming | 3x | 900 | 900 |" in table
     assert "byte-identical: yes" in table
     assert tiny_result.markdown().startswith("# Cleaning memory benchmark")
+    assert tiny_result.section() in tiny_result.markdown()
 
 
 def test_work_files_are_removed_after_measuring(tiny_result, bench_work):
