@@ -20,8 +20,8 @@ from support.project_commands import commands_in
 from support.tokenizer_reference import gsm8k_rows
 
 from hrm_assets.adoption.cleaned import adopt_cleaned, provenance_of, scan_adopted
-from hrm_assets.adoption.provenance import PROVENANCE_FILE
 from hrm_assets.cleaning.sources import SOURCES
+from hrm_assets.contracts.cleaned_provenance import PROVENANCE_FILE
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 

@@ -10,8 +10,8 @@ import pytest
 from support.adopted_platform import Platform, tree_state
 from test_adopt_cleaned import FLAN_KEYS, HUB_ID, REVISION, as_hub_cache, write_data_io_layout
 
-from hrm_assets.adoption.provenance import PROVENANCE_FILE, credited_corpora
 from hrm_assets.common import settings
+from hrm_assets.contracts.cleaned_provenance import PROVENANCE_FILE, credited_corpora
 from hrm_assets.sampling.config import SamplingConfig
 from hrm_assets.sampling.sampler import sample_tokenized
 

@@ -86,8 +86,8 @@ def write_sampled_data_card(
 ) -> dict[str, Any]:
     """Build the card of a sampling run whose files (listed in ``manifest``, as written to
     ``folder/manifest.json``) are in ``folder`` and write it there; returns the card."""
-    from hrm_assets.adoption.provenance import credited_corpora
     from hrm_assets.cleaning.sources import SOURCES
+    from hrm_assets.contracts.cleaned_provenance import credited_corpora
 
     card = build_data_card(
         result,
