@@ -10,6 +10,9 @@ Each value is ``${NAME:-default}``: a variable already set in the environment wi
 applies a ``.env`` over the environment, so a plain ``NAME=value`` would silently override a
 ``DAGSTER_HOME`` chosen on purpose (the cluster's, a test's scratch instance). The defaults are
 absolute paths because Dagster refuses a relative ``DAGSTER_HOME``.
+
+The project's instance commands (``*_main`` below) import Dagster and the definitions only once
+their instance check passed, so that a refused command answers at once.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.common import settings
+from hrm_assets.common.atomic import atomic_write_text
 
 ENV_FILE = ".env"
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -61,8 +65,6 @@ def set_env_default(folder: Path, name: str, value: str) -> Path:
     """Make ``folder/.env`` give ``name`` the default ``value`` (``NAME=${NAME:-value}``, so a
     variable set in the shell still wins): its line replaced, or appended, the file created
     if missing; other lines kept. Returns the file's path."""
-    from hrm_assets.common.atomic import atomic_write_text
-
     path = Path(folder) / ENV_FILE
     line = f"{name}=${{{name}:-{value}}}"
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
