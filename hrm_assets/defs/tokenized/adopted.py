@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from hrm_assets.adoption.provenance import read_provenance
 from hrm_assets.adoption.tokenized import adopt_folder, is_foreign, tokenizer_info_problems
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.layout import CleanedFile, scan_cleaned_tree
 from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.contracts.cleaned_provenance import read_provenance
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.assets import CODE_VERSION, tokenizer_setup
