@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
 
-if TYPE_CHECKING:  # the sampler imports this package: no import of it at run time
+if TYPE_CHECKING:  # annotations only
     from hrm_assets.cleaning.sources import SourceSpec
-    from hrm_assets.sampling.sampler import SamplingResult, TaskReport
+    from hrm_assets.sampling.result import SamplingResult
+    from hrm_assets.sampling.task_reports import TaskReport
 
 CARD_FORMAT = "hrm-data-datacard/1"
 TOKENIZER_JSON_FILE = "tokenizer/tokenizer.json"

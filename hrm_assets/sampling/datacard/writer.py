@@ -24,7 +24,7 @@ from hrm_assets.sampling.datacard.markdown import render_markdown
 from hrm_assets.sampling.prefix_config import PrefixConfigError, PrefixRule, load_prefix_rules
 
 if TYPE_CHECKING:
-    from hrm_assets.sampling.sampler import SamplingResult
+    from hrm_assets.sampling.result import SamplingResult
 
 DATACARD_JSON = "datacard.json"
 DATACARD_MARKDOWN = "DATACARD.md"
