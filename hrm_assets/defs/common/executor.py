@@ -36,9 +36,10 @@ CELERY_QUEUE_TAG = "dagster-celery/queue"
 FORKSERVER_PRELOAD = (
     "hrm_assets.definitions",
     # What a step loads besides the definitions: the instance and its SQLite storages
-    # (SQLAlchemy, alembic), and pyarrow for the Parquet cleaned files its checks read.
+    # (SQLAlchemy, alembic; the project's, or Dagster's own on another Dagster release), and
+    # pyarrow for the Parquet cleaned files its checks read.
     "dagster._cli",
-    "dagster._core.storage.sqlite_storage",
+    "hrm_assets.dagster_internals.instance",
     "pyarrow.parquet",
 )
 """Modules imported once by the multiprocess executor's forkserver. A spawned step imports Dagster
