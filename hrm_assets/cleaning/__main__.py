@@ -20,7 +20,7 @@ def run() -> int:
     if problem := root_setting_problem():
         return _refused(problem)
     try:
-        from hrm_assets.cleaning.clean import main
+        from hrm_assets.cleaning.cli import main
     except ValueError as error:
         declarations = sys.modules.get(DECLARATIONS_MODULE)
         if declarations is None or not isinstance(error, declarations.DeclaredSourceError):

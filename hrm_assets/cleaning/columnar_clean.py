@@ -30,20 +30,27 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.cleaning.cleaned_parquet import BufferBudget
+from hrm_assets.cleaning.checks import check_row
 from hrm_assets.cleaning.columnar import (
     COLUMNAR_BATCH_ROWS,
     CleanedBatch,
     NotColumnar,
     batch_raw_bytes,
 )
-from hrm_assets.cleaning.rows import FIELDS, Row, unknown_tags
+from hrm_assets.cleaning.columnar_outputs import OutputUnit, WriteGate
+from hrm_assets.cleaning.outputs import CleanedOutputs
+from hrm_assets.cleaning.report import (
+    MAX_SKIP_EXAMPLES,
+    CleaningReport,
+    SkipCount,
+    SkipExample,
+)
+from hrm_assets.cleaning.rows import FIELDS, unknown_tags
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from hrm_assets.cleaning.clean import CleanedOutputs, CleaningReport
     from hrm_assets.cleaning.sources.spec import SourceSpec
 
 Progress = Callable[[int], None] | None
@@ -117,12 +124,10 @@ def clean_parts_columnar(
     ``read_error(part, report, error)`` turns a raw read failure into the error raised.
     ``threads`` (default: every core) clean parts in parallel when the source's rule allows.
     """
-    from hrm_assets.cleaning.clean import CleaningReport
-
     threads = default_threads() if threads is None else max(1, threads)
     feed = (progress, progress_bytes)
     if not spec.columnar.parts_disjoint:  # one pass over every part, then the files
-        with _Unit(spec, outputs, DEFAULT_BUFFER_BYTES, None) as unit:
+        with OutputUnit(spec, outputs, DEFAULT_BUFFER_BYTES, None) as unit:
             for part, files in parts:
                 _clean_part(spec, part, files, unit, report, read_error, *feed)
             unit.finish(threads)
@@ -136,7 +141,7 @@ def clean_parts_columnar(
     def one(item: tuple[str, list[Path]]) -> CleaningReport:
         part, files = item
         part_report = CleaningReport(spec.name)
-        with _Unit(spec, outputs, share, gate) as unit:
+        with OutputUnit(spec, outputs, share, gate) as unit:
             _clean_part(spec, part, files, unit, part_report, read_error, *feed)
             with lock:
                 left["parts"] -= 1
@@ -157,7 +162,7 @@ def _clean_part(
     spec: SourceSpec,
     part: str,
     files: Sequence[Path],
-    unit: _Unit,
+    unit: OutputUnit,
     report: CleaningReport,
     read_error: Callable[[str, CleaningReport, Exception], Exception],
     progress: Progress,
@@ -246,15 +251,13 @@ def _record_batch(
     raw: tuple[Path, int],
     read: int,
     cleaned: CleanedBatch,
-    unit: _Unit,
+    unit: OutputUnit,
     report: CleaningReport,
 ) -> None:
     """Count the batch's skipped records, check its rows as ``check_row`` does (counting the
     rejected ones), and hand the others to ``unit``. ``raw``: the raw file and its rows before
     this batch; ``read``: the part's."""
     import numpy as np
-
-    from hrm_assets.cleaning.clean import MAX_SKIP_EXAMPLES, SkipCount, SkipExample, check_row
 
     for skip in cleaned.skips:
         if not len(skip.rows):
@@ -320,237 +323,6 @@ def _file_codes(spec: SourceSpec, cleaned: CleanedBatch) -> tuple[list[str], np.
     return files, remap[np.asarray(codes, dtype=np.int64)]
 
 
-class WriteGate:
-    """Text that threads may hold at once while writing files: a file's last row group is
-    materialized whole (pyarrow writes a row group in one call), so two threads finishing
-    large files together would hold both. A thread waits while others hold ``limit`` bytes,
-    unless nothing is held (a file larger than the limit still gets written)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.used = 0
-        self._changed = threading.Condition()
-
-    @contextlib.contextmanager
-    def hold(self, size: int):
-        with self._changed:
-            while self.used and self.used + size > self.limit:
-                self._changed.wait()
-            self.used += size
-        try:
-            yield
-        finally:
-            with self._changed:
-                self.used -= size
-                self._changed.notify_all()
-
-
-class _Unit:
-    """Where the checked rows of some parts go: straight to their writer when a batch has one
-    output (SYNTH), else grouped by output with one stable sort per batch and kept in a
-    :class:`BatchStore` (memory up to half the budget, then one spill-file message per
-    group) until :meth:`finish` writes the files, each from its groups and closed at once.
-    Memory then holds about one output's row group per thread, whatever the number of
-    outputs (FLAN's thousands of tasks) and of rows."""
-
-    def __init__(
-        self, spec: SourceSpec, outputs: CleanedOutputs, budget: int, gate: WriteGate | None
-    ):
-        self.spec = spec
-        self.outputs = outputs
-        self.gate = gate or WriteGate(budget)
-        # outputs written through -> their text since they were opened
-        self.direct: dict[str, int] = {}
-        # For the writers written through (SYNTH's), or else for the store (FLAN's groups).
-        self.budget = BufferBudget(max(1, budget))
-        self.store: BatchStore | None = None
-        self.store_budget = max(1, budget)
-        # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
-        self.pieces: dict[str, list[tuple[object, int]]] = {}
-
-    def __enter__(self) -> _Unit:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self.store is not None:
-            self.store.close()
-
-    def add(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
-        import numpy as np
-        import pyarrow as pa
-
-        present = np.unique(codes)
-        if len(present) == 1 and not self.pieces:
-            # One output: write through (its writer buffers up to a row group, within budget).
-            relative, file_report = files[int(present[0])], reports[int(present[0])]
-            text = int(_text_lengths(rows).sum())
-            self.outputs.writer(relative, self.budget).write_batch(rows, text)
-            self.direct[relative] = self.direct.get(relative, 0) + text
-            _account(file_report, rows)
-            return
-        if self.store is None:
-            first = self.outputs.out_root / files[int(codes[0])]
-            self.store = BatchStore(first, self.store_budget)
-        order = np.argsort(codes, kind="stable")
-        grouped = rows.take(pa.array(order))
-        lengths = _text_lengths(grouped)
-        ends = np.cumsum(lengths)
-        counts = np.bincount(codes, minlength=len(files))
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        _, first = np.unique(codes, return_index=True)
-        groups = []
-        for code in present[np.argsort(first, kind="stable")]:
-            start, count = int(starts[code]), int(counts[code])
-            text = int(ends[start + count - 1] - (ends[start - 1] if start else 0))
-            groups.append((int(code), start, count, text))
-        keys = self.store.add(grouped, [(start, count) for _, start, count, _ in groups])
-        from hrm_assets.cleaning.clean import PREVIEW_ROWS
-
-        # Conditions per file with one count over the batch, not one per file.
-        conditions = grouped.column("condition").combine_chunks().dictionary_encode()
-        names = conditions.dictionary.to_pylist()
-        pairs = np.bincount(
-            codes[order] * len(names) + conditions.indices.to_numpy(zero_copy_only=False),
-            minlength=len(files) * len(names),
-        ).reshape(len(files), len(names))
-        for (code, start, count, text), key in zip(groups, keys, strict=True):
-            self.pieces.setdefault(files[code], []).append((key, text))
-            file_report = reports[code]
-            file_report.rows += count
-            for index in np.flatnonzero(pairs[code]):
-                file_report.conditions[names[index]] += int(pairs[code, index])
-            if len(file_report.preview) < PREVIEW_ROWS:
-                _preview(file_report, grouped.slice(start, count))
-
-    def finish(self, threads: int = 1) -> None:
-        """Write every stored output and finish every file of the unit, ``threads`` files at
-        a time (the bytes of a file never depend on the others) within the write gate."""
-        # The rows are in the store already: their writer buffers them up to a row group
-        # instead of spilling them a second time.
-        unbounded = BufferBudget(1 << 62)
-
-        def write(item: tuple[str, list[tuple[object, int]]]) -> None:
-            relative, pieces = item
-            with self.gate.hold(self.direct.get(relative, 0) + sum(p[1] for p in pieces)):
-                writer = self.outputs.writer(relative, unbounded)
-                for key, text in pieces:
-                    writer.write_batch(self.store.rows(key), text)
-                self.outputs.close(relative)
-
-        items, self.pieces = list(self.pieces.items()), {}
-        items += [(relative, []) for relative in self.direct if relative not in dict(items)]
-        if threads == 1 or len(items) < 2:
-            for item in items:
-                write(item)
-            return
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="clean-write") as pool:
-            list(pool.map(write, items))
-
-
-def _account(file_report, rows: pa.Table) -> None:
-    """Add written ``rows`` to their file's report: count, conditions, preview."""
-    import pyarrow.compute as pc
-
-    file_report.rows += rows.num_rows
-    for item in pc.value_counts(rows.column("condition")).to_pylist():
-        file_report.conditions[item["values"]] += item["counts"]
-    _preview(file_report, rows)
-
-
-def _text_lengths(rows: pa.Table) -> np.ndarray:
-    """UTF-8 bytes of each row's three strings."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    total = np.zeros(rows.num_rows, dtype=np.int64)
-    for name in FIELDS:
-        lengths = pc.binary_length(rows.column(name)).combine_chunks()
-        total += pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False)
-    return total
-
-
-class BatchStore:
-    """Groups of rows kept for a second pass. A grouped batch stays in memory while the
-    store holds less than ``limit`` bytes; beyond, each of its groups is appended to a spill
-    file (named as a temporary of one of the outputs) as one Arrow IPC record batch message,
-    and read back alone (one positioned read into memory, freed once written), so that the
-    second pass holds one output's rows at a time and no mapped file pages."""
-
-    def __init__(self, output: Path, limit: int):
-        # The spill file is named as a temporary of ``output``, so that the next run of the
-        # source removes it if this one dies (hrm_assets.cleaning.leftovers).
-        self.output = Path(output)
-        self.limit = limit
-        self.held = 0
-        self.in_memory: list[pa.Table] = []
-        self.path: Path | None = None
-        self._file = None
-        self._sink = None
-        self._stream = None
-        self._source = None
-        self._schema = None
-        self._lock = threading.Lock()
-
-    def add(self, table: pa.Table, groups: list[tuple[int, int]]) -> list[object]:
-        """Keep ``table``'s row ranges ``groups`` (start, count); one key per range."""
-        import pyarrow as pa
-
-        if self.held + table.nbytes <= self.limit:
-            self.in_memory.append(table)
-            self.held += table.nbytes
-            index = len(self.in_memory) - 1
-            return [("memory", index, start, count) for start, count in groups]
-        if self._sink is None:
-            from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
-
-            self.output.parent.mkdir(parents=True, exist_ok=True)
-            self.path = create_temporary_file(
-                self.output.parent, f"{TMP_PREFIX}{self.output.name}."
-            )
-            self._file = pa.OSFile(str(self.path), mode="w")
-            self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
-            self._schema = table.schema
-            self._stream = pa.ipc.new_stream(self._sink, self._schema)
-            # The schema message goes out with the first batch: send an empty one now, so
-            # that each group's segment below holds its record batch message alone.
-            empty = [pa.array([], field.type) for field in self._schema]
-            self._stream.write_batch(pa.record_batch(empty, schema=self._schema))
-        batch = table.combine_chunks().to_batches()[0]
-        keys = []
-        for batch_start, count in groups:
-            # One record batch message per group, readable alone with the schema.
-            offset = self._sink.tell()
-            self._stream.write_batch(batch.slice(batch_start, count))
-            keys.append(("file", offset, self._sink.tell() - offset, count))
-        return keys
-
-    def rows(self, key) -> pa.Table:
-        """The rows stored under ``key``."""
-        import pyarrow as pa
-
-        where, a, b, count = key
-        if where == "memory":
-            return self.in_memory[a].slice(b, count)
-        with self._lock:
-            if self._source is None:
-                self._sink.flush()
-                self._file.flush()
-                self._source = pa.OSFile(str(self.path), mode="r")
-            data = self._source.read_at(b, a)
-        return pa.Table.from_batches([pa.ipc.read_record_batch(data, self._schema)])
-
-    def close(self) -> None:
-        self.in_memory = []
-        for handle in (self._stream, self._sink, self._file, self._source):
-            if handle is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    handle.close()
-        self._stream = self._sink = self._file = self._source = None
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
-            self.path = None
-
-
 def _suspect_rows(rows: pa.Table) -> list[int]:
     """Positions of rows ``check_row`` may reject: a null field or an unknown condition tag."""
     import numpy as np
@@ -591,18 +363,6 @@ def _check_utf8(rows: pa.Table, raw_path: Path, read: int, sources: np.ndarray) 
                         ) from None
                 raise
             start += len(chunk)
-
-
-def _preview(file_report, rows: pa.Table) -> None:
-    from hrm_assets.cleaning.clean import PREVIEW_CHARS, PREVIEW_ROWS
-
-    missing = PREVIEW_ROWS - len(file_report.preview)
-    if missing <= 0:
-        return
-    head = rows.slice(0, missing)
-    columns = [head.column(name).to_pylist() for name in FIELDS]
-    for values in zip(*columns, strict=True):
-        file_report.preview.append(Row(*(value[:PREVIEW_CHARS] for value in values)))
 
 
 __all__ = ["COLUMNAR_BATCH_ROWS", "clean_parts_columnar", "columnar_parts", "default_threads"]

@@ -22,18 +22,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets.cleaning import clean as cleaning
-from hrm_assets.cleaning.clean import (
-    NOT_A_ROW,
-    NOT_A_STRING,
-    NOT_UTF8,
-    UNKNOWN_TAG,
-    JsonlWriter,
+from hrm_assets.cleaning import cli
+from hrm_assets.cleaning import report as cleaning_report
+from hrm_assets.cleaning.checks import NOT_A_ROW, NOT_A_STRING, NOT_UTF8, UNKNOWN_TAG
+from hrm_assets.cleaning.clean import clean_source
+from hrm_assets.cleaning.cleaned_parquet import (
+    BufferBudget,
     ParquetRowWriter,
-    clean_source,
-    jsonl_line,
+    chunk_starts,
+    piece_bounds,
 )
-from hrm_assets.cleaning.cleaned_parquet import chunk_starts, piece_bounds
+from hrm_assets.cleaning.outputs import JsonlWriter, jsonl_line
 from hrm_assets.cleaning.rows import FIELDS, INSTRUCTION_FIRST, Row, iter_cleaned_rows
 from hrm_assets.cleaning.sources import RawPart, SkipRecord, SourceSpec, build_registry
 from hrm_assets.common.atomic import TMP_PREFIX
@@ -308,7 +307,7 @@ def test_parquet_chunks_split_where_pyarrow_splits_a_long_column(tmp_path):
 def test_spilled_buffers_give_the_same_bytes_and_bounded_memory(tmp_path):
     """Writers over their shared budget spill to disk; row groups and bytes stay data_io's."""
     rows = {name: varied_rows(6000, seed=i) for i, name in enumerate("ab")}
-    budget = cleaning.BufferBudget(limit=50_000)
+    budget = BufferBudget(limit=50_000)
     options = {"row_group_rows": 4000, "piece_rows": 1024}
     with (
         ParquetRowWriter(tmp_path / "a.parquet", INSTRUCTION_FIRST, budget, **options) as a,
@@ -414,10 +413,10 @@ def test_skip_examples_and_preview_are_bounded(tmp_path):
     records = [{"rows": [Row("x", "q" * 5000, "a"), Row("direct", "q" * 5000, "a")]}] * 50
     report = clean_source(make_spec(records), tmp_path, batch_size=7)
     assert report.skipped[UNKNOWN_TAG].count == 50
-    assert len(report.skipped[UNKNOWN_TAG].examples) == cleaning.MAX_SKIP_EXAMPLES
+    assert len(report.skipped[UNKNOWN_TAG].examples) == cleaning_report.MAX_SKIP_EXAMPLES
     preview = report.files["sub/synthetic.jsonl"].preview
-    assert len(preview) == cleaning.PREVIEW_ROWS
-    assert all(len(row.instruction) == cleaning.PREVIEW_CHARS for row in preview)
+    assert len(preview) == cleaning_report.PREVIEW_ROWS
+    assert all(len(row.instruction) == cleaning_report.PREVIEW_CHARS for row in preview)
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
@@ -612,12 +611,13 @@ def test_spec_checks_output_suffix_and_relative_path():
 
 
 def test_cli_rejects_unknown_source(capsys):
-    assert cleaning.main(["no_such_source"]) == 2
+    assert cli.main(["no_such_source"]) == 2
     assert "unknown source 'no_such_source'" in capsys.readouterr().err
 
 
 def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, capsys):
-    from hrm_assets.cleaning.clean import RawReadError, main
+    from hrm_assets.cleaning.clean import RawReadError
+    from hrm_assets.cleaning.cli import main
     from hrm_assets.cleaning.sources import SOURCES
 
     raw = tmp_path / "raw" / "openai" / "gsm8k" / "main"
@@ -641,7 +641,7 @@ def test_unreadable_raw_file_is_an_error_naming_source_part_and_place(tmp_path, 
 _MANY_OUTPUTS = """
 import resource, sys
 from pathlib import Path
-from hrm_assets.cleaning.clean import CleanedOutputs
+from hrm_assets.cleaning.outputs import CleanedOutputs
 soft, hard = (int(v) for v in sys.argv[2:4])
 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 with CleanedOutputs(Path(sys.argv[1]), "jsonl") as outputs:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets.cleaning import columnar, columnar_clean
+from hrm_assets.cleaning import columnar, columnar_clean, columnar_outputs
 from hrm_assets.cleaning.clean import clean_source
 from hrm_assets.cleaning.cleaned_parquet import ParquetRowWriter
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -243,7 +243,7 @@ def test_thousands_of_tasks_under_a_memory_cap(tmp_path):
 
 
 def test_cli_prints_a_short_summary_and_the_detail_behind_json(tmp_path, capsys):
-    from hrm_assets.cleaning.clean import main
+    from hrm_assets.cleaning.cli import main
 
     write_flan(tmp_path / "raw", random.Random(2), per_file=300, tasks=12)
     args = ["flan", "--raw-root", str(tmp_path / "raw"), "--out", str(tmp_path / "out")]
@@ -272,14 +272,14 @@ def test_a_spill_file_is_a_leftover_the_next_run_removes(tmp_path, monkeypatch):
     monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", 20_000)
     spec, out = get_source("flan"), tmp_path / "out"
     seen = []
-    close = columnar_clean.BatchStore.close
+    close = columnar_outputs.BatchStore.close
 
     def close_and_look(store):
         if store.path is not None:  # what a run killed now would leave
             seen.append((store.path, store.path in cleaning_leftovers(spec, out)))
         close(store)
 
-    monkeypatch.setattr(columnar_clean.BatchStore, "close", close_and_look)
+    monkeypatch.setattr(columnar_outputs.BatchStore, "close", close_and_look)
     clean_source(spec, out, tmp_path / "raw", threads=1)
     assert seen and all(found for _, found in seen)
     assert not any(path.exists() for path, _ in seen)

@@ -164,7 +164,7 @@ GOLDEN_FILES = sorted(golden_sha256())
 
 @pytest.fixture(scope="module")
 def cleaned(tmp_path_factory, real_raw) -> Path:
-    from hrm_assets.cleaning.clean import main
+    from hrm_assets.cleaning.cli import main
 
     work = tmp_path_factory.mktemp("golden")
     build_golden_raw_root(real_raw, work / "raw")

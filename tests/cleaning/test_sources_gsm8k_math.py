@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning.clean import clean_source, jsonl_line, source_code_version
+from hrm_assets.cleaning.clean import clean_source, source_code_version
+from hrm_assets.cleaning.outputs import jsonl_line
 from hrm_assets.cleaning.rows import Row, iter_cleaned_rows
 from hrm_assets.cleaning.sources import SOURCES, get_source
 from hrm_assets.cleaning.sources.gsm8k import BAD_ANSWER
@@ -320,12 +321,12 @@ def test_demo_corpus_is_deterministic_and_cleans_as_data_io_would(tmp_path):
 
 
 def test_cli_end_to_end_on_demo_corpus(tmp_path, capsys, monkeypatch):
-    from hrm_assets.cleaning import clean as cleaning
+    from hrm_assets.cleaning import cli
 
     assert demo.main([str(tmp_path / "raw")]) == 0
     monkeypatch.setenv("HRM_RAW_ROOT", str(tmp_path / "raw"))
     monkeypatch.setenv("HRM_DATA_ROOT", str(tmp_path / "data"))
-    assert cleaning.main(["gsm8k_train", "math_train"]) == 0
+    assert cli.main(["gsm8k_train", "math_train"]) == 0
     out = capsys.readouterr().out
     assert "gsm8k_train: 300 records -> 300 rows in gsm8k_train.jsonl" in out
     assert "math_train: 280 records ->" in out

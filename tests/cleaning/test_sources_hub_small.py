@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets import demo
-from hrm_assets.cleaning.clean import NOT_A_STRING, clean_source, source_code_version
+from hrm_assets.cleaning.checks import NOT_A_STRING
+from hrm_assets.cleaning.clean import clean_source, source_code_version
 from hrm_assets.cleaning.rows import iter_cleaned_rows
 from hrm_assets.cleaning.sources import SOURCES, build_registry, get_source
 from hrm_assets.cleaning.sources.hub_splits import HubSplitsLayout

@@ -738,7 +738,7 @@ def _tar_of(raw: Path) -> Path:
 def test_many_routed_outputs_share_one_buffer_budget(tmp_path):
     """FLAN routes rows to thousands of task files: their buffers are bounded together, by
     spilling to disk, so each file still has data_io's single row group."""
-    from hrm_assets.cleaning.clean import BufferBudget, ParquetRowWriter
+    from hrm_assets.cleaning.cleaned_parquet import BufferBudget, ParquetRowWriter
     from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 
     budget = BufferBudget(limit=200)

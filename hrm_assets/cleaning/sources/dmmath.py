@@ -113,6 +113,7 @@ def _stripped_lines(block: bytes, path: Path):
     is not UTF-8."""
     import numpy as np
     import pyarrow as pa
+
     data = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if not data:
         return pa.array([], pa.large_string())
@@ -161,8 +162,10 @@ def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
         pending = lines.slice(even) if even < len(lines) else None
         metadata = {RAW_BYTES_KEY: str(len(block)).encode()}
         yield pa.record_batch(
-            [lines.slice(0, even).filter(_every_other(even, 0)),
-             lines.slice(0, even).filter(_every_other(even, 1))],
+            [
+                lines.slice(0, even).filter(_every_other(even, 0)),
+                lines.slice(0, even).filter(_every_other(even, 1)),
+            ],
             schema=schema.with_metadata(metadata),
         )
     if pending is not None:
