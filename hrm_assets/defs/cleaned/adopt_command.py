@@ -17,8 +17,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from hrm_assets.common import settings
+from hrm_assets.common.layout import LayoutError
+from hrm_assets.common.storage import ObjectRoot, is_url
+from hrm_assets.local_env import set_env_default
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,10 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         if given:
             keep_in_env_file(variable, given)
+    # Dagster and the definitions read the environment when loaded: imported once it is set.
     import dagster as dg
 
-    from hrm_assets.common.layout import LayoutError
-    from hrm_assets.common.storage import ObjectRoot
     from hrm_assets.defs.cleaned.adopted import plan_adoption
     from hrm_assets.defs.common.resources import DataPaths
     from hrm_assets.defs.tokenized.partitions import (
@@ -127,11 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def keep_in_env_file(variable: str, given: str) -> None:
     """Use ``given`` (paths separated by ':') for ``variable`` now and in ./.env from now on."""
-    from pathlib import Path
-
-    from hrm_assets.common.storage import is_url
-    from hrm_assets.local_env import set_env_default
-
     value = os.pathsep.join(
         part if is_url(part) else str(Path(part).absolute())
         for part in settings.adopted_root_entries(given)
