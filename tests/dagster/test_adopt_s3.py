@@ -310,3 +310,19 @@ def test_a_cleaned_asset_run_by_hand_records_the_objects_and_checks_their_rows(
         ]
     assert list((tmp_path / "tmp").iterdir()) == []
     assert objects_state(corpus) == users
+
+
+def test_a_missing_bucket_is_one_line_from_the_command(s3_server, tmp_path, monkeypatch):
+    import sys
+
+    from support.project_commands import commands_in
+
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / ".env").write_text("HRM_TOKENIZED_ROOT=s3://no-such-bucket-here/tokenized\n")
+    run = commands_in(tmp_path)
+    done = run(sys.executable, "-m", "hrm_assets.adoption", "--cleaned",
+               "s3://no-such-bucket-here/data")  # fmt: skip
+    assert done.returncode == 1
+    assert "error: s3://no-such-bucket-here: no such bucket" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if data_paths.adopted_cleaned_roots:
             try:
                 plan = plan_adoption(instance, data_paths)
-            except LayoutError as error:
+            except (LayoutError, OSError) as error:  # OSError: a bucket refused or missing
                 print(f"error: {error}", file=sys.stderr)
                 return 1
             for name, (added, removed) in plan.partitions.items():
