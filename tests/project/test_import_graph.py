@@ -1,6 +1,7 @@
 """The import graph of hrm_assets, read with ``ast`` (nothing is imported): no stage imports a
-later stage, at module level or inside a function, and no modules import each other in a circle
-at module level (docs/ARCHITECTURE.md, "Layers")."""
+later stage, at module level or inside a function, no modules import each other in a circle at
+module level, and only ``dagster_internals`` imports Dagster's private modules
+(docs/ARCHITECTURE.md, "Layers")."""
 
 from __future__ import annotations
 
@@ -130,6 +131,23 @@ def test_no_import_circle_at_module_level():
         if module not in state:
             walk(module, [module])
     assert circles == []
+
+
+def test_only_dagster_internals_imports_dagsters_private_modules():
+    private = []
+    for module, path in MODULES.items():
+        if module.startswith("hrm_assets.dagster_internals") or path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            private += [
+                f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {name}"
+                for name in names
+                if name.startswith("dagster._")
+            ]
+    assert private == []
 
 
 def test_the_graph_reads_the_imports_it_must():
