@@ -94,11 +94,13 @@ def save_object_memo(path: Path, memo: ObjectHashMemo, present: Iterable[Adopted
 
 
 class AdoptedObjects:
-    """Adopted object-storage roots, listed once; their cleaned objects hashed on demand."""
+    """Adopted object-storage roots, listed once; their cleaned objects hashed on demand. With
+    ``memo_file``, the hashes are read from it and kept there after each hashing pass."""
 
-    def __init__(self, roots: Sequence[ObjectRoot], memo: ObjectHashMemo | None = None):
+    def __init__(self, roots: Sequence[ObjectRoot], memo_file: Path | None = None):
         self.roots = list(roots)
-        self.memo = memo if memo is not None else ObjectHashMemo()
+        self.memo_file = memo_file
+        self.memo = load_object_memo(memo_file) if memo_file is not None else ObjectHashMemo()
         self.stores = {root.url: ObjectStore(root) for root in self.roots}
         self.listings = {url: store.list() for url, store in self.stores.items()}
         self.by_name = self._scan()
@@ -170,7 +172,17 @@ class AdoptedObjects:
         for item in files:
             size, digest = self.sha256(item)
             found[item.relative] = dataclasses.replace(self.info_of(item), sha256=digest)
+        self.save_memo()
         return found
+
+    def save_memo(self) -> None:
+        """Keep the hashes in ``memo_file`` (when there is one and some were computed)."""
+        if self.memo_file is not None and self.memo.hashed:
+            save_object_memo(self.memo_file, self.memo, self.files())
+
+    def training_corpus(self) -> ObjectCorpus:
+        """The objects as a tokenizer's training corpus; hashes computed for it are kept."""
+        return ObjectCorpus(self, self.save_memo)
 
 
 def adopt_objects(objects: AdoptedObjects, specs: Iterable[SourceSpec]) -> AdoptedCorpus:

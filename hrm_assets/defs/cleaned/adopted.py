@@ -22,13 +22,7 @@ from hrm_assets.adoption.cleaned import (
     load_memo,
     save_memo,
 )
-from hrm_assets.adoption.objects import (
-    AdoptedObjects,
-    ObjectCorpus,
-    adopt_objects,
-    load_object_memo,
-    save_object_memo,
-)
+from hrm_assets.adoption.objects import AdoptedObjects, adopt_objects
 from hrm_assets.adoption.provenance import hub_files, keep_provenance
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.settings import ADOPT_CLEANED_ENV
@@ -64,10 +58,9 @@ def local_adopted_root(data_paths: DataPaths) -> Path:
 
 def read_adopted_objects(data_paths: DataPaths) -> tuple[AdoptedObjects, AdoptedCorpus]:
     """The adopted object roots listed now, objects hashed where their listing changed."""
-    memo = load_object_memo(object_memo_path(data_paths))
-    objects = AdoptedObjects(adopted_object_roots(data_paths), memo)
+    objects = adopted_objects(data_paths)
     corpus = adopt_objects(objects, SOURCES.values())
-    save_object_memo(object_memo_path(data_paths), memo, objects.files())
+    objects.save_memo()
     return objects, corpus
 
 
@@ -84,26 +77,9 @@ def read_adopted(data_paths: DataPaths) -> AdoptedCorpus:
     return corpus
 
 
-class RemoteAdoptedCleaned(AdoptedObjects):
-    """Adopted object roots as the remote tokenized step reads a cleaned root; the hashes it
-    computes are kept for the next look."""
-
-    def __init__(self, data_paths: DataPaths):
-        self.memo_file = object_memo_path(data_paths)
-        super().__init__(adopted_object_roots(data_paths), load_object_memo(self.memo_file))
-
-    def heads(self, files):
-        found = super().heads(files)
-        self.save_memo()
-        return found
-
-    def save_memo(self) -> None:
-        if self.memo.hashed:
-            save_object_memo(self.memo_file, self.memo, self.files())
-
-    def training_corpus(self) -> ObjectCorpus:
-        """The objects as a tokenizer's training corpus; hashes computed for it are kept."""
-        return ObjectCorpus(self, self.save_memo)
+def adopted_objects(data_paths: DataPaths) -> AdoptedObjects:
+    """The adopted object roots listed now, with the hashes kept from earlier looks."""
+    return AdoptedObjects(adopted_object_roots(data_paths), object_memo_path(data_paths))
 
 
 def adopted_remote_roots(data_paths: DataPaths, check_only: bool = False):
@@ -124,7 +100,7 @@ def adopted_remote_roots(data_paths: DataPaths, check_only: bool = False):
         )
     if check_only:
         return None
-    return RemoteAdoptedCleaned(data_paths), RemoteTokenized(tokenized)
+    return adopted_objects(data_paths), RemoteTokenized(tokenized)
 
 
 def adopted_metadata(source: SourceFiles, corpus: AdoptedCorpus) -> dict:

@@ -123,9 +123,9 @@ def adopted_training_corpus(data_paths: DataPaths) -> TrainingCorpus | None:
     if not roots:
         return None
     if any(isinstance(root, ObjectRoot) for root in roots):
-        from hrm_assets.defs.cleaned.adopted import RemoteAdoptedCleaned
+        from hrm_assets.defs.cleaned.adopted import adopted_objects
 
-        return RemoteAdoptedCleaned(data_paths).training_corpus()
+        return adopted_objects(data_paths).training_corpus()
     from hrm_assets.adoption.cleaned import scan_adopted
 
     return LocalCorpus(scan_adopted(roots).files)
