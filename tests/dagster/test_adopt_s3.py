@@ -143,6 +143,19 @@ def test_an_s3_corpus_is_adopted_in_place_and_tokenized_by_automation(
     newer = [r for r in records if r.storage_id > last_before]
     assert [r.partition_key for r in newer] == [f"flan__{added}"]
 
+    # An object replaced by its owner: only it is read again and tokenized again.
+    before = folders_state(out)
+    replaced = (layout / "data" / "math_train.jsonl").read_bytes().splitlines(keepends=True)
+    corpus.fs.pipe_file(f"{corpus.root.path}/data/math_train.jsonl", b"".join(replaced[:4]))
+    users = objects_state(corpus)
+    read_before = len(hashed)
+    platform.sensor_tick()
+    assert hashed[read_before:] == ["math_train.jsonl"]
+    assert platform.automation_tick() == {tokenized_key("math_train"): ["math_train.jsonl"]}
+    after = folders_state(out)
+    changed = {name for name in after if after[name] != before.get(name)}
+    assert changed == {"math_train.jsonl"}
+
     # The adopted objects were never written.
     assert objects_state(corpus) == users
 
