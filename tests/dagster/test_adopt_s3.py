@@ -178,6 +178,21 @@ def test_s3_roots_with_a_tokenized_root_on_disk_are_one_line(s3_bucket, tmp_path
     assert any("is on disk: set HRM_TOKENIZED_ROOT" in line for line in warnings)
 
 
+def test_adopted_folders_with_a_tokenized_root_in_a_bucket_are_one_line(tmp_path):
+    from hrm_assets.defs.cleaned.adopted import adopted_remote_roots
+    from hrm_assets.defs.common.resources import DataPaths
+
+    (tmp_path / "data").mkdir()
+    paths = DataPaths(
+        data_root=str(tmp_path / "ours"),
+        adopted_cleaned=str(tmp_path / "data"),
+        tokenized_at="s3://bucket/tokenized",
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+    )
+    with pytest.raises(ValueError, match="names folders, but the tokenized root s3://bucket/"):
+        adopted_remote_roots(paths)
+
+
 def test_folders_and_s3_roots_together_are_refused():
     from hrm_assets.common.settings import adopted_cleaned_roots
 

@@ -86,12 +86,19 @@ def adopted_remote_roots(data_paths: DataPaths, check_only: bool = False):
     """(the adopted object roots, the remote tokenized root) for the tokenized step, or None
     when the adopted roots are not in object storage (or with ``check_only``, once the roots
     are found usable). Their files are tokenized by the Rust core reading each object in
-    place, into a tokenized root in object storage; one on disk raises ``ValueError``."""
+    place, into a tokenized root in object storage; one on disk raises ``ValueError``, and so
+    does one in object storage for adopted folders."""
+    tokenized = data_paths.tokenized_location
     if not adopted_object_roots(data_paths):
+        if data_paths.adopted_cleaned_roots and isinstance(tokenized, ObjectRoot):
+            raise ValueError(
+                f"{ADOPT_CLEANED_ENV} names folders, but the tokenized root {tokenized} is in "
+                "object storage: tokenize adopted folders into a folder (HRM_TOKENIZED_ROOT), "
+                "or adopt the corpus from s3:// roots"
+            )
         return None
     from hrm_assets.tokenization.remote import RemoteTokenized
 
-    tokenized = data_paths.tokenized_location
     if not isinstance(tokenized, ObjectRoot):
         raise ValueError(
             f"{ADOPT_CLEANED_ENV} names s3:// roots, but the tokenized root {tokenized} is on "
