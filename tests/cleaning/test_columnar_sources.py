@@ -149,3 +149,46 @@ def test_a_jsonl_hub_mirror_stays_on_the_row_path(tmp_path):
     report = clean_source(get_source("tasksource"), tmp_path / "out", tmp_path / "raw")
     assert report.engine == "rows"
     assert report.rows_written == 1
+
+
+def _with_bad_text(records: list[dict], column: str, row: int) -> pa.Table:
+    """``records`` as a table whose ``column`` holds bytes that are not UTF-8 at ``row``
+    (0-based), as a raw Parquet string column may."""
+    table = pa.Table.from_pylist(records)
+    values = [value.encode("utf-8") for value in table.column(column).to_pylist()]
+    values[row] = b"bad \xff text"
+    index = table.schema.get_field_index(column)
+    return table.set_column(index, column, pa.array(values, pa.binary()).view(pa.string()))
+
+
+@pytest.mark.parametrize(
+    "name, folder, column, field",
+    [
+        ("gsm8k_train", "openai/gsm8k/main", "question", "instruction"),
+        ("tasksource", "tasksource/tasksource-instruct-v0/data", "targets", "response"),
+        ("openmathinstruct2", "nvidia/OpenMathInstruct-2/data", "problem", "instruction"),
+    ],
+)
+def test_bad_raw_text_names_file_row_and_field(tmp_path, name, folder, column, field):
+    records = [
+        {
+            "question": "q?",
+            "answer": "w\n#### 1",
+            "task": "WANLI",
+            "inputs": "i",
+            "targets": "t.",
+            "problem": "p",
+            "generated_solution": "s",
+            "expected_answer": "1",
+            "problem_source": "augmented_math",
+        }
+        for _ in range(30)
+    ]
+    path = tmp_path / "raw" / folder / "train-00000-of-00001.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(_with_bad_text(records, column, 21), path)
+    with pytest.raises(ValueError) as error:
+        clean_source(get_source(name), tmp_path / "out", tmp_path / "raw")
+    message = str(error.value)
+    assert str(path) in message and "row 22" in message
+    assert f"'{field}'" in message and "UTF-8" in message
