@@ -207,11 +207,13 @@ def _same_rows(ours: Path, theirs: Path) -> bool:
 
 
 def _run_child(method: str, source: str, raw: Path, out: Path, reference: Path) -> dict:
-    # data_io's load_dataset converts the shards into a fresh cache beside them, offline.
+    # data_io's load_dataset converts the shards into a fresh cache beside them, offline; its
+    # whole Hugging Face home is there too, so that runs at once share no cache or lock file.
     cache = raw.parent / "hf-cache" / method
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),
+        "HF_HOME": str(cache / "home"),
         "HF_DATASETS_CACHE": str(cache),
         "HF_DATASETS_OFFLINE": "1",
         "HF_HUB_OFFLINE": "1",
