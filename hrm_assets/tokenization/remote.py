@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from hrm_assets.common.manifest import MANIFEST_FILE
 from hrm_assets.common.object_mirror import refresh_files
 from hrm_assets.common.settings import TOKENIZER_INFO_FILE
 from hrm_assets.common.storage import (
+    IO_THREADS,
     ObjectInfo,
     ObjectRoot,
     ObjectStore,
@@ -380,10 +382,6 @@ def mirror_lock(local: Path):
 
 
 def _map(function, items: list) -> list:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from hrm_assets.common.storage import IO_THREADS
-
     if not items:
         return []
     with ThreadPoolExecutor(min(IO_THREADS, len(items))) as pool:
