@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from hrm_assets import _core
+
 
 @dataclass
 class DuplicateReport:
@@ -55,8 +57,6 @@ class DuplicateCounter:
     """Rows added source by source; which ones repeat an earlier row, and counts per pair."""
 
     def __init__(self) -> None:
-        from hrm_assets import _core
-
         self._core = _core
         self._index = _core.DuplicateIndex()
         self._ids: dict[str, int] = {}
