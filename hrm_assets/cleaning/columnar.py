@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
+    from hrm_assets.cleaning.sources.spec import SourceSpec
+
 COLUMNAR_BATCH_ROWS = 16 * 1024
 """Raw rows per record batch: large enough that per-batch Python costs vanish, small enough
 that a 1M-row raw row group is read in slices."""
@@ -133,6 +135,8 @@ class ColumnarRule:
       schema; Parquet by default.
     - ``count_rows``: a file's records, for the raw bytes a batch stands for; None when the
       reader says it with :data:`RAW_BYTES_KEY` instead.
+    - ``part_files(spec, raw_root)``: the parts and their files, for a layout the engine does
+      not list itself (a declared source's local files).
     """
 
     columns: tuple[str, ...]
@@ -142,6 +146,7 @@ class ColumnarRule:
     read: Callable[[Path, Sequence[str]], Iterator[pa.RecordBatch]] = read_parquet_batches
     count_rows: Callable[[Path], int] | None = parquet_rows
     read_schema: Callable[[Path], pa.Schema] = parquet_schema
+    part_files: Callable[[SourceSpec, Path], list[tuple[str, list[Path]]]] | None = None
 
 
 # -- kernels shared by the rules ----------------------------------------------------------------

@@ -96,6 +96,8 @@ def _local_parts(spec: SourceSpec, raw_root: Path) -> list[tuple[str, list[Path]
     from hrm_assets.cleaning.sources.local_files import LocalLayout
 
     layout = spec.layout
+    if spec.columnar.part_files is not None:
+        return spec.columnar.part_files(spec, raw_root)
     if isinstance(layout, LocalLayout):
         return layout.part_files(spec, layout.root(spec, raw_root))
     if type(layout) is not HubLayout:  # subclasses read their files in their own way

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hrm_assets.cleaning.rows import FIELDS
+from hrm_assets.cleaning.sources.declared.columnar_rule import declared_columnar_rule
 from hrm_assets.cleaning.sources.declared.declarations import DeclaredSourceError
 from hrm_assets.cleaning.sources.declared.layouts import (
     LocalFilesLayout,
@@ -87,6 +88,7 @@ def source_spec(declaration: SourceDeclaration, base_dir: Path) -> SourceSpec:
         route = ValueRoute(declaration.name, output.folder, output.per_value_of, output.file_format)
         paths = {"output": output.folder, "route": route}
     rules = declaration.model_dump(mode="json")
+    columnar = declared_columnar_rule(declaration, output.file) if output.file else None
     return SourceSpec(
         name=declaration.name,
         **location,
@@ -98,6 +100,7 @@ def source_spec(declaration: SourceDeclaration, base_dir: Path) -> SourceSpec:
         description=declaration.description or f"Declared in sources.yaml: {declaration.name}",
         columns=tuple(declaration.columns) if declaration.columns else FIELDS,
         rules_version=value_sha256([rules, _package_code_hashes()]),
+        columnar=columnar,
     )
 
 
