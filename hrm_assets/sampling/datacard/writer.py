@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from hrm_assets.common.atomic import atomic_write_bytes, atomic_write_text
 from hrm_assets.common.manifest import manifest_bytes
+from hrm_assets.contracts.cleaned_provenance import credited_corpora
 from hrm_assets.sampling.datacard.builder import PrefixConfigRecord, build_data_card
 from hrm_assets.sampling.datacard.canonical_json import canonical_json_bytes
 from hrm_assets.sampling.datacard.code_version import code_version
@@ -87,7 +88,6 @@ def write_sampled_data_card(
     """Build the card of a sampling run whose files (listed in ``manifest``, as written to
     ``folder/manifest.json``) are in ``folder`` and write it there; returns the card."""
     from hrm_assets.cleaning.sources import SOURCES
-    from hrm_assets.contracts.cleaned_provenance import credited_corpora
 
     card = build_data_card(
         result,
