@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from hrm_assets.common.object_mirror import mirror_tree
 from hrm_assets.common.settings import TOKENIZER_JSON
 from hrm_assets.common.storage import Location, ObjectRoot, mirror_path
 
@@ -24,8 +25,6 @@ def readable_tokenized(
     has one."""
     shipped = None
     if isinstance(tokenizer, ObjectRoot):
-        from hrm_assets.common.object_mirror import mirror_tree
-
         mirror_tree(tokenizer, select=lambda name: name == TOKENIZER_JSON)
         copied = mirror_path(tokenizer) / TOKENIZER_JSON
         shipped = copied if copied.is_file() else None
