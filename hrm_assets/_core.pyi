@@ -25,6 +25,13 @@ NGRAM_DEFAULT_N: int
 """Default word n-gram size of the contamination index (13)."""
 NGRAM_DEFAULT_MIN_WORDS: int
 """Default shortest evaluation item (in words) indexed whole when shorter than n (8)."""
+SCAN_SIDECAR_FILE: str
+"""A tokenized folder's contamination sidecar (``contamination.json``)."""
+SCAN_SIDECAR_FORMAT: str
+"""Its ``format`` field (``hrm-data-row-scan/1``)."""
+KEYS_SIDECAR_FILE: str
+"""A tokenized folder's duplicate-key sidecar (``duplicate_keys.u64``: a little-endian u64 a
+row)."""
 
 class Encoder:
     """A ``tokenizer.json`` with data_io's framing tokens, ready to encode files.
@@ -99,10 +106,19 @@ class Encoder:
         batch_rows: int = ...,
         progress: Callable[[int], object] | None = None,
         storage_options: dict[str, str] | None = None,
+        observe: bool = False,
+        scan_index: NgramIndex | None = None,
+        scan_label: str | None = None,
     ) -> list[dict[str, int] | Exception]:
         """Tokenize many files as ``tokenize_file`` does for one, in one call: several files at
         once (largest first) on ``num_threads`` threads without the GIL, then one durable sync
         (``syncfs``) for every staged folder before they are renamed into place.
+
+        With ``observe``, each job with a local target is also keyed for duplicates and, with
+        ``scan_index``, scanned for contamination in the same read; the outcome is written into
+        its folder as :data:`SCAN_SIDECAR_FILE` (recording ``scan_label``, a JSON text) and
+        :data:`KEYS_SIDECAR_FILE`, which no array or manifest covers
+        (``hrm_assets.contamination.sidecar``).
 
         ``jobs`` are ``(input_path, output_dir, metadata_json)``. Returns one item per job, in
         order: ``{"rows", "tokens", "text_bytes", "nulls"}`` (files of a batch share their

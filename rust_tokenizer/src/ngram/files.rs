@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::duplicates::{DuplicateIndex, RowKey};
 use super::index::{Match, NgramIndex, Scratch};
-use crate::tokenize::read::RowReader;
+use crate::tokenize::read::{Row, RowReader};
 use crate::Result;
 
 /// A row whose instruction (`field` 0) or, failing that, response (`field` 1) overlaps the
@@ -102,6 +102,48 @@ pub fn scan_files(
     Ok(outcomes)
 }
 
+/// One row's hit (its instruction looked at before its response) and, when `keyed`, its
+/// duplicate key (0 otherwise), from one normalization of each field.
+pub fn scan_row(
+    index: &NgramIndex,
+    keyed: bool,
+    row: &Row,
+    scratch: &mut Scratch,
+    max_span_chars: usize,
+) -> (Option<RowHit>, u64) {
+    let mut hit = index
+        .scan_with(&row.instruction, scratch)
+        .map(|hit| (0u8, hit, &row.instruction));
+    let partial = keyed.then(|| RowKey::instruction(scratch.words()));
+    let response = index.scan_with(&row.response, scratch);
+    if hit.is_none() {
+        hit = response.map(|hit| (1u8, hit, &row.response));
+    }
+    let hit = hit.map(|(field, hit, text)| RowHit {
+        row: row.number,
+        field,
+        span: span_text(text, &hit, max_span_chars),
+        hit,
+    });
+    let key = partial.map_or(0, |partial| partial.response(scratch.words()));
+    (hit, key)
+}
+
+/// [`scan_row`] of every row of a batch, in parallel on the current rayon pool.
+pub fn scan_rows(
+    index: &NgramIndex,
+    keyed: bool,
+    rows: &[Row],
+    max_span_chars: usize,
+) -> Vec<(Option<RowHit>, u64)> {
+    rows.par_iter()
+        .with_min_len(32)
+        .map_init(Scratch::default, |scratch, row| {
+            scan_row(index, keyed, row, scratch, max_span_chars)
+        })
+        .collect()
+}
+
 fn read_and_scan(
     index: &NgramIndex,
     keyed: bool,
@@ -116,30 +158,7 @@ fn read_and_scan(
     // sequential, overlaps the parallel scan.
     let mut current = reader.next_batch()?;
     while let Some(batch) = current {
-        let scan_batch = || -> Vec<(Option<RowHit>, u64)> {
-            batch
-                .par_iter()
-                .with_min_len(32)
-                .map_init(Scratch::default, |scratch, row| {
-                    let mut hit = index
-                        .scan_with(&row.instruction, scratch)
-                        .map(|hit| (0u8, hit, &row.instruction));
-                    let partial = keyed.then(|| RowKey::instruction(scratch.words()));
-                    let response = index.scan_with(&row.response, scratch);
-                    if hit.is_none() {
-                        hit = response.map(|hit| (1u8, hit, &row.response));
-                    }
-                    let hit = hit.map(|(field, hit, text)| RowHit {
-                        row: row.number,
-                        field,
-                        span: span_text(text, &hit, max_span_chars),
-                        hit,
-                    });
-                    let key = partial.map_or(0, |partial| partial.response(scratch.words()));
-                    (hit, key)
-                })
-                .collect()
-        };
+        let scan_batch = || scan_rows(index, keyed, &batch, max_span_chars);
         let (scanned, next) = rayon::join(scan_batch, || reader.next_batch());
         current = next?;
         outcome.rows += batch.len() as u64;

@@ -9,8 +9,8 @@
 //! This is the usual "lowercase, punctuation to spaces, collapse whitespace, split on spaces"
 //! of the decontamination literature, stated by characters so it runs in one pass.
 //!
-//! A word is kept as a 64-bit hash (FNV-1a over the UTF-8 bytes of its lowercased characters,
-//! then a SplitMix64 finalizer), with its character offsets in the original text (Python's
+//! A word is kept as a 64-bit hash (the UTF-8 bytes of its lowercased characters packed eight
+//! to a lane, each lane and the length mixed by SplitMix64's finalizer), with its character offsets in the original text (Python's
 //! `str` indices), so a match can be shown as the original span.
 
 /// One word of a text: its hash and its `[start, end)` character offsets in the original text.
@@ -21,8 +21,8 @@ pub struct Word {
     pub end: usize,
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+const HASH_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// SplitMix64's finalizer: spreads every input bit over the whole word.
 #[inline]
@@ -34,55 +34,114 @@ pub fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-#[inline]
-fn fnv_byte(hash: u64, byte: u8) -> u64 {
-    (hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME)
-}
-
-#[inline]
-fn fnv_char(mut hash: u64, c: char) -> u64 {
-    let mut buffer = [0u8; 4];
-    for &byte in c.encode_utf8(&mut buffer).as_bytes() {
-        hash = fnv_byte(hash, byte);
+/// For each ASCII byte: 0 for a separator, else the byte lowercased.
+const ASCII_WORD: [u8; 128] = {
+    let mut table = [0u8; 128];
+    let mut byte = 0;
+    while byte < 128 {
+        let c = byte as u8;
+        if c.is_ascii_alphanumeric() {
+            table[byte] = c.to_ascii_lowercase();
+        }
+        byte += 1;
     }
-    hash
+    table
+};
+
+/// A word's hash being built from the UTF-8 bytes of its lowercased characters: bytes are
+/// packed eight to a 64-bit lane (a shift and an or each, no multiplication per byte) and each
+/// full lane is mixed in. Bytes of UTF-8 text are never 0, so a lane's packing is unambiguous.
+#[derive(Clone, Copy)]
+struct WordHash {
+    state: u64,
+    lane: u64,
+    bytes: u32,
 }
 
-/// Call `each` with every word of `text`, in order.
+impl WordHash {
+    const NEW: WordHash = WordHash {
+        state: HASH_SEED,
+        lane: 0,
+        bytes: 0,
+    };
+
+    #[inline(always)]
+    fn byte(&mut self, byte: u8) {
+        if self.bytes & 7 == 0 && self.bytes != 0 {
+            self.state = mix64(self.state ^ self.lane).wrapping_add(HASH_STEP);
+            self.lane = 0;
+        }
+        self.lane = (self.lane << 8) | u64::from(byte);
+        self.bytes += 1;
+    }
+
+    #[inline]
+    fn char(&mut self, c: char) {
+        let mut buffer = [0u8; 4];
+        for &byte in c.encode_utf8(&mut buffer).as_bytes() {
+            self.byte(byte);
+        }
+    }
+
+    #[inline(always)]
+    fn finish(self) -> u64 {
+        mix64(self.state ^ self.lane ^ u64::from(self.bytes).wrapping_mul(HASH_STEP))
+    }
+}
+
+/// Call `each` with every word of `text`, in order. ASCII bytes (most text) take a table
+/// lookup each; other characters are decoded and classified by `char::is_alphanumeric`.
 pub fn for_each_word(text: &str, mut each: impl FnMut(Word)) {
-    let mut hash = FNV_OFFSET;
+    let bytes = text.as_bytes();
+    let mut hash = WordHash::NEW;
     let mut start: Option<usize> = None;
     let mut index = 0usize;
-    for c in text.chars() {
-        let is_word = if c.is_ascii() {
-            c.is_ascii_alphanumeric()
-        } else {
-            c.is_alphanumeric()
-        };
-        if is_word {
-            if start.is_none() {
-                start = Some(index);
-                hash = FNV_OFFSET;
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        let is_word = if byte < 0x80 {
+            at += 1;
+            let lower = ASCII_WORD[byte as usize];
+            if lower != 0 {
+                if start.is_none() {
+                    start = Some(index);
+                    hash = WordHash::NEW;
+                }
+                hash.byte(lower);
             }
-            if c.is_ascii() {
-                hash = fnv_byte(hash, c.to_ascii_lowercase() as u8);
-            } else {
+            lower != 0
+        } else {
+            let c = text[at..]
+                .chars()
+                .next()
+                .expect("at is a character boundary");
+            at += c.len_utf8();
+            let is_word = c.is_alphanumeric();
+            if is_word {
+                if start.is_none() {
+                    start = Some(index);
+                    hash = WordHash::NEW;
+                }
                 for lower in c.to_lowercase() {
-                    hash = fnv_char(hash, lower);
+                    hash.char(lower);
                 }
             }
-        } else if let Some(begin) = start.take() {
-            each(Word {
-                hash: mix64(hash),
-                start: begin,
-                end: index,
-            });
+            is_word
+        };
+        if !is_word {
+            if let Some(begin) = start.take() {
+                each(Word {
+                    hash: hash.finish(),
+                    start: begin,
+                    end: index,
+                });
+            }
         }
         index += 1;
     }
     if let Some(begin) = start {
         each(Word {
-            hash: mix64(hash),
+            hash: hash.finish(),
             start: begin,
             end: index,
         });
@@ -151,6 +210,26 @@ mod tests {
         let chars: Vec<char> = text.chars().collect();
         let second: String = chars[2..4].iter().collect();
         assert_eq!(second, "Ab");
+    }
+
+    #[test]
+    fn long_words_and_prefixes_differ() {
+        let words = [
+            "a",
+            "ab",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefghabcdefgh",
+            "abcdefghabcdefgha",
+            "ébcdefgh",
+            "ébcdefghé",
+        ];
+        let all: Vec<u64> = words.iter().flat_map(|word| hashes(word)).collect();
+        let mut distinct = all.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), words.len());
+        assert_eq!(hashes("ABCDEFGHI"), hashes("abcdefghi"));
     }
 
     #[test]

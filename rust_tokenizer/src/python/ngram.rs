@@ -43,8 +43,8 @@ fn file_result(outcome: FileOutcome) -> FileResult {
 
 /// A hashed word-n-gram index of evaluation items.
 #[pyclass(module = "hrm_assets._core")]
-struct NgramIndex {
-    inner: CoreIndex,
+pub(super) struct NgramIndex {
+    pub(super) inner: CoreIndex,
 }
 
 #[pymethods]

@@ -11,21 +11,25 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use super::errors::to_py_err;
+use super::ngram::NgramIndex;
 use super::progress::ThrottledProgress;
 use crate::error::Error;
+use crate::ngram::observe::{RowObserver, KEYS_FILE, SCAN_FILE, SCAN_FORMAT};
 use crate::storage::{Location, ObjectStores};
 use crate::tokenize::encode::{
     thread_pool, Encoder as CoreEncoder, EngineChoice, DEFAULT_BATCH_ROWS,
 };
 use crate::tokenize::frame::FramingSpec;
 use crate::tokenize::write::{
-    tokenize_files, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE,
-    OWNER_MARKER, TOKENIZED_KIND,
+    tokenize_files, tokenize_files_observed, FileJob, ARRAY_FILES, MANIFEST_FILE, MANIFEST_FORMAT,
+    METADATA_FILE, OWNER_MARKER, TOKENIZED_KIND,
 };
 use crate::tokenize::FORMAT_VERSION;
 
 /// Texts whose ids become Python lists between two offers of the GIL to other threads.
 const CONVERSION_CHUNK: usize = 256;
+/// Characters of a hit row's text kept in the scan sidecar (as `NgramIndex.scan_file` keeps).
+const MAX_SPAN_CHARS: usize = 300;
 
 /// A tokenizer (`tokenizer.json`) with data_io's framing tokens, ready to encode files.
 #[pyclass(module = "hrm_assets._core", frozen)]
@@ -174,7 +178,13 @@ impl Encoder {
     /// `{"rows", "tokens", "text_bytes", "nulls"}`, or the exception that job raised (not raised
     /// here, so one bad file does not hide the others). `progress(bytes)` receives input bytes
     /// of finished files, at most every 200 ms and once at the end.
-    #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None, storage_options = None))]
+    ///
+    /// With `observe`, every row of each job with a local target is also keyed for duplicates
+    /// and, with `scan_index` (an `NgramIndex`), scanned for contamination in the same read;
+    /// the outcome is written into the folder as the sidecars `contamination.json` (recording
+    /// `scan_label`, a JSON value) and `duplicate_keys.u64`, which no array or manifest covers.
+    #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None, storage_options = None, observe = false, scan_index = None, scan_label = None))]
+    #[allow(clippy::too_many_arguments)]
     fn tokenize_files<'py>(
         &self,
         py: Python<'py>,
@@ -183,7 +193,20 @@ impl Encoder {
         batch_rows: usize,
         progress: Option<Py<PyAny>>,
         storage_options: Option<HashMap<String, String>>,
+        observe: bool,
+        scan_index: Option<PyRef<'py, NgramIndex>>,
+        scan_label: Option<&str>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let label: serde_json::Value = match scan_label {
+            None => serde_json::Value::Null,
+            Some(text) => serde_json::from_str(text)
+                .map_err(|err| PyValueError::new_err(format!("scan_label must be JSON: {err}")))?,
+        };
+        let observer = observe.then(|| RowObserver {
+            index: scan_index.as_deref().map(|index| &index.inner),
+            label,
+            max_span_chars: MAX_SPAN_CHARS,
+        });
         let jobs = jobs
             .into_iter()
             .map(|(input, target, metadata_json)| {
@@ -202,9 +225,16 @@ impl Encoder {
         let results = py.detach(|| {
             let pool = thread_pool(num_threads)?;
             Ok::<_, Error>(pool.install(|| {
-                tokenize_files(encoder, jobs, &stores, batch_rows, &|bytes| {
-                    reporter.lock().unwrap().add(bytes);
-                })
+                tokenize_files_observed(
+                    encoder,
+                    jobs,
+                    &stores,
+                    batch_rows,
+                    &|bytes| {
+                        reporter.lock().unwrap().add(bytes);
+                    },
+                    observer.as_ref(),
+                )
             }))
         });
         let results = results.map_err(|err| to_py_err(py, err))?;
@@ -267,5 +297,8 @@ pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("TOKENIZED_KIND", TOKENIZED_KIND)?;
     module.add("ARRAY_FILES", ARRAY_FILES.to_vec())?;
     module.add("DEFAULT_BATCH_ROWS", DEFAULT_BATCH_ROWS)?;
+    module.add("SCAN_SIDECAR_FILE", SCAN_FILE)?;
+    module.add("SCAN_SIDECAR_FORMAT", SCAN_FORMAT)?;
+    module.add("KEYS_SIDECAR_FILE", KEYS_FILE)?;
     Ok(())
 }

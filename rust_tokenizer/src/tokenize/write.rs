@@ -29,11 +29,12 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
+use crate::ngram::observe::{FileObservation, RowObserver};
 use crate::npy::{hex_digest, NpyWriter};
 use crate::storage::{Location, ObjectStores, ObjectUrl};
 use crate::tokenize::durable::{sync_dir, sync_folders};
 use crate::tokenize::encode::{EncodeStats, Encoder, TokenArrays, TokenSink};
-use crate::tokenize::read::SourceDigest;
+use crate::tokenize::read::{RowReader, SourceDigest};
 use crate::tokenize::remote;
 
 pub const TMP_PREFIX: &str = ".tmp-";
@@ -301,13 +302,27 @@ pub fn tokenize_files(
     batch_rows: usize,
     finished: &(dyn Fn(u64) + Sync),
 ) -> Vec<Result<EncodeStats>> {
+    tokenize_files_observed(encoder, jobs, stores, batch_rows, finished, None)
+}
+
+/// [`tokenize_files`], with `observer` also scanning every row of each job with a local target
+/// in the same read, its sidecars (`ngram::observe`) staged with the folder. The arrays,
+/// `metadata.json` and `manifest.json` are the same bytes either way.
+pub fn tokenize_files_observed(
+    encoder: &Encoder,
+    jobs: Vec<FileJob>,
+    stores: &ObjectStores,
+    batch_rows: usize,
+    finished: &(dyn Fn(u64) + Sync),
+    observer: Option<&RowObserver<'_>>,
+) -> Vec<Result<EncodeStats>> {
     let sizes = input_sizes(&jobs, stores);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&index| std::cmp::Reverse(sizes[index]));
     let mut written: Vec<(usize, Result<Written>)> = order
         .into_par_iter()
         .map(|index| {
-            let result = write_job(encoder, &jobs[index], stores, batch_rows);
+            let result = write_job(encoder, &jobs[index], stores, batch_rows, observer);
             finished(sizes[index]);
             (index, result)
         })
@@ -382,17 +397,19 @@ fn write_job(
     job: &FileJob,
     stores: &ObjectStores,
     batch_rows: usize,
+    observer: Option<&RowObserver<'_>>,
 ) -> Result<Written> {
     match &job.target {
         Location::Local(target) => {
             let staged = StagedDir::create(target)?;
-            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows)?;
+            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows, observer)?;
             Ok(Written::Staged(staged, stats))
         }
         Location::Remote(folder) => {
             // Never committed: removed when it drops, published or not.
             let staged = StagedDir::create(&std::env::temp_dir().join(folder.name()))?;
-            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows)?;
+            // A published folder gets no sidecars: its objects are the manifest's files.
+            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows, None)?;
             remote::publish_folder(stores, staged.path(), folder)?;
             Ok(Written::Published(stats))
         }
@@ -406,16 +423,25 @@ fn write_folder(
     stores: &ObjectStores,
     dir: &Path,
     batch_rows: usize,
+    observer: Option<&RowObserver<'_>>,
 ) -> Result<EncodeStats> {
     let mut arrays = NpyFolderWriter::create(dir)?;
+    let mut observed = FileObservation::default();
+    let observing = observer.map(|observer| (observer, &mut observed));
     let stats = match &job.input {
-        Location::Local(path) => encoder.encode_file(path, &mut arrays, batch_rows)?,
+        Location::Local(path) => {
+            let rows = RowReader::open(path, batch_rows)?;
+            encoder.encode_rows_observed(path, rows, &mut arrays, observing)?
+        }
         Location::Remote(url) => {
             let rows = remote::open_rows(stores, url, batch_rows)?;
-            encoder.encode_rows(&url.as_path_buf(), rows, &mut arrays)?
+            encoder.encode_rows_observed(&url.as_path_buf(), rows, &mut arrays, observing)?
         }
     };
     arrays.finish()?;
+    if let Some(observer) = observer {
+        observer.write(dir, &observed)?;
+    }
     check_source_unchanged(job, &stats.source)?;
     let mut metadata = job.metadata.clone();
     metadata.insert("rows".into(), stats.rows.into());

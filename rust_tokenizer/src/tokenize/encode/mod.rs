@@ -18,6 +18,7 @@ use tokenizers::Tokenizer;
 mod fast;
 
 use crate::error::{Error, IoContext, Result};
+use crate::ngram::observe::{FileObservation, RowObserver};
 use crate::tokenize::frame::{FramedRow, Framing, FramingSpec};
 use crate::tokenize::read::{Row, RowReader, SourceDigest};
 use fast::FastEncoder;
@@ -396,8 +397,21 @@ impl Encoder {
     pub fn encode_rows(
         &self,
         path: &Path,
+        reader: RowReader,
+        sink: &mut (dyn TokenSink + Send),
+    ) -> Result<EncodeStats> {
+        self.encode_rows_observed(path, reader, sink, None)
+    }
+
+    /// [`Encoder::encode_rows`], each batch also handed to `observer` (the contamination and
+    /// duplicate passes, `ngram::observe`) while it is encoded, on the same pool: the rows are
+    /// read and parsed once for both.
+    pub fn encode_rows_observed(
+        &self,
+        path: &Path,
         mut reader: RowReader,
         sink: &mut (dyn TokenSink + Send),
+        mut observer: Option<(&RowObserver<'_>, &mut FileObservation)>,
     ) -> Result<EncodeStats> {
         let mut stats = EncodeStats::default();
         let mut current = reader.next_batch()?;
@@ -410,7 +424,14 @@ impl Encoder {
             // A write error comes first: its rows are earlier in the file.
             let base = stats.tokens;
             let (framed, (next, written)) = rayon::join(
-                || self.frame_batch(path, &rows, base),
+                || {
+                    let observe = || {
+                        if let Some((observer, observed)) = observer.as_mut() {
+                            observer.observe(&rows, observed);
+                        }
+                    };
+                    rayon::join(|| self.frame_batch(path, &rows, base), observe).0
+                },
                 || {
                     rayon::join(
                         || reader.next_batch(),
