@@ -43,6 +43,12 @@ from hrm_assets.sampling.analytics import render_report
 from hrm_assets.sampling.defaults import SETTINGS, SamplingSetting, shown_default
 from hrm_assets.sampling.remote_input import readable_tokenized
 from hrm_assets.sampling.sampler import SamplingConfig, SamplingError, make_config, sample_tokenized
+from hrm_assets.sampling.training_nodes import (
+    TrainingNodesError,
+    load_training_nodes,
+    nodes_sharing_output,
+    training_nodes_path,
+)
 
 PROG = "hrm-sample"
 PATH_KEYS = ("tokenized_path", "output_path", "prefix_config_path", "tokenizer_path")
@@ -172,13 +178,6 @@ def parse_values(arguments: Sequence[str]) -> dict[str, object]:
 def node_values(name: str, given: dict[str, object]) -> dict[str, object]:
     """The output folder, rules file, tokenizer and settings of training node ``name``; a
     UsageError naming the key when ``given`` asks for another value of one of them."""
-    from hrm_assets.sampling.training_nodes import (
-        TrainingNodesError,
-        load_training_nodes,
-        nodes_sharing_output,
-        training_nodes_path,
-    )
-
     try:
         nodes = {node.name: node for node in load_training_nodes()}
     except TrainingNodesError as exc:
