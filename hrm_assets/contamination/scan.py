@@ -247,9 +247,18 @@ def analyze(
     min_words: int = DEFAULT_MIN_WORDS,
     dedup: bool = True,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    tokenized: Mapping[str, Path] | None = None,
+    label: Mapping | None = None,
 ) -> tuple[Report, list[FileScan]]:
     """Scan every file of every source (sources in the order given, files in name order) for
-    contamination and, with ``dedup``, exact duplicates; the report and each file's scan."""
+    contamination and, with ``dedup``, exact duplicates; the report and each file's scan.
+
+    ``tokenized`` maps a cleaned file (its path as a string) to its tokenized folder: a folder
+    whose sidecars (:mod:`.sidecar`) were written from the file as it is now gives its duplicate
+    keys, and its hits when they were scanned against ``label`` (this index's
+    :func:`.sidecar.index_label`), without reading the file again; other files are read here."""
+    from hrm_assets.contamination.sidecar import sidecar_for
+
     scanner = Scanner(eval_sets, n, min_words)
     duplicates = DuplicateCounter() if dedup else None
     scans: list[FileScan] = []
@@ -259,9 +268,36 @@ def analyze(
         for source, files in files_by_source.items()
         for path in sorted(files, key=lambda p: Path(p).name)
     ]
-    for start in range(0, len(ordered), FILES_PER_CALL):
-        chunk = ordered[start : start + FILES_PER_CALL]
-        scans.extend(scanner.scan_files(chunk, duplicates, batch_rows))
+    tokenized = tokenized or {}
+    sidecars = [
+        sidecar_for(tokenized[str(path)], Path(path)) if str(path) in tokenized else None
+        for path, _ in ordered
+    ]
+    # Runs of files without sidecars are read in parallel (their duplicate keys recorded in
+    # order); a file with sidecars takes its place in that order.
+    pending: list[tuple[Path | str, str]] = []
+
+    def read_pending() -> None:
+        for start in range(0, len(pending), FILES_PER_CALL):
+            chunk = pending[start : start + FILES_PER_CALL]
+            scans.extend(scanner.scan_files(chunk, duplicates, batch_rows))
+        pending.clear()
+
+    for (path, source), sidecar in zip(ordered, sidecars, strict=True):
+        if sidecar is None:
+            pending.append((path, source))
+            continue
+        read_pending()
+        if label is not None and sidecar.label == dict(label):
+            scanned = (sidecar.rows, [tuple(hit) for hit in sidecar.hits], [])
+            scan = scanner._file_scan(path, source, scanned, None)
+        else:
+            scan = scanner.scan_files([(path, source)], None, batch_rows)[0]
+        if duplicates is not None:
+            repeated = duplicates.add_keys(source, sidecar.keys())
+            scan.duplicate_rows = [row for row, again in enumerate(repeated, 1) if again]
+        scans.append(scan)
+    read_pending()
     for source in files_by_source:
         total = Result(source)
         for scan in scans:

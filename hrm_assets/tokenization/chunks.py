@@ -149,7 +149,13 @@ def _tokenize_chunk(
             (str(item.path), str(out_root / item.safe_name), json.dumps(metadata))
             for _, item, metadata, _ in pending
         ]
-        written = setup.encoder().tokenize_files(jobs, num_threads=threads, progress=progress)
+        # Contamination and duplicates in the same read (hrm_assets/contamination/sidecar.py).
+        from hrm_assets.common.settings import data_root
+        from hrm_assets.contamination.sidecar import scan_options
+
+        written = setup.encoder().tokenize_files(
+            jobs, num_threads=threads, progress=progress, **scan_options(data_root())
+        )
         for (index, item, metadata, size), result in zip(pending, written, strict=True):
             if isinstance(result, Exception):
                 results[index] = TokenizeFailure(item.safe_name, result)

@@ -73,9 +73,10 @@ def build_eval_asset(spec: EvalSetSpec) -> dg.AssetsDefinition:
     return eval_set
 
 
-def _cleaned_files(data_paths: DataPaths) -> dict[str, list[Path]]:
+def _cleaned_files(data_paths: DataPaths) -> tuple[dict[str, list[Path]], dict[str, Path]]:
     """Each source's cleaned files: in the adopted cleaned roots when there are some
-    (``HRM_ADOPT_CLEANED``), else in the cleaned root; in safe-name order."""
+    (``HRM_ADOPT_CLEANED``), else in the cleaned root; in safe-name order. Also each file's
+    tokenized folder (whose sidecars spare reading it again)."""
     from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.tokenization.partitioning import files_by_source
 
@@ -86,10 +87,17 @@ def _cleaned_files(data_paths: DataPaths) -> dict[str, list[Path]]:
             f"cleaned root {', '.join(missing)} does not exist: materialize cleaned/* first"
         )
     found = files_by_source(SOURCES.values(), scan_cleaned_files(roots))
-    return {
+    files = {
         name: [item.path for item in sorted(items, key=lambda item: item.safe_name)]
         for name, items in found.items()
     }
+    tokenized_root = Path(data_paths.tokenized_root)
+    folders = {
+        str(item.path): tokenized_root / item.safe_name
+        for items in found.values()
+        for item in items
+    }
+    return files, folders
 
 
 def report_metadata(report) -> dict:
@@ -161,12 +169,13 @@ def report_metadata(report) -> dict:
 def contamination(
     context: dg.AssetExecutionContext, config: ContaminationConfig, data_paths: DataPaths
 ) -> dg.MaterializeResult:
-    from hrm_assets.common.hashing import value_sha256
+    from hrm_assets.common.hashing import file_sha256, value_sha256
     from hrm_assets.contamination.evalsets import read_eval_set
     from hrm_assets.contamination.scan import analyze
+    from hrm_assets.contamination.sidecar import index_label
 
     folder = eval_dir(data_paths)
-    eval_sets = []
+    eval_sets, digests = [], []
     for spec in EVAL_SPECS:
         path = folder / f"{spec.name}.jsonl"
         if not path.is_file():
@@ -174,10 +183,17 @@ def contamination(
                 f"{path} is missing: materialize {eval_key(spec.name).to_user_string()} first"
             )
         eval_sets.append(read_eval_set(spec, path))
-    files = _cleaned_files(data_paths)
+        digests.append((spec.name, file_sha256(path)))
+    files, folders = _cleaned_files(data_paths)
     context.log.info(f"scanning {sum(map(len, files.values()))} cleaned file(s)")
     report, _ = analyze(
-        files, eval_sets, n=config.n, min_words=config.min_words, dedup=config.dedup
+        files,
+        eval_sets,
+        n=config.n,
+        min_words=config.min_words,
+        dedup=config.dedup,
+        tokenized=folders,
+        label=index_label(digests, config.n, config.min_words),
     )
     report.write(report_path(data_paths))
     return dg.MaterializeResult(

@@ -30,6 +30,7 @@ from hrm_assets.dagster_internals.partition_records import (
     targets_from_records,
     version_tags,
 )
+from hrm_assets.defs.eval.partition_metadata import contamination_metadata
 from hrm_assets.tokenization.tokenize import TokenizeOutcome
 
 __all__ = [
@@ -60,6 +61,7 @@ def materialization(
             # Parquet nulls read as empty strings, as data_io reads them.
             "nulls": outcome.nulls,
             "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
+            **contamination_metadata(outcome.output_dir),
         },
         tags={**tags, DATA_VERSION_TAG: outcome.data_version},
     )

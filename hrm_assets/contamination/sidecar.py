@@ -1,0 +1,201 @@
+"""Both passes inside tokenization's own read of each cleaned file, kept beside the arrays.
+
+The Rust core (``rust_tokenizer/src/ngram/observe.rs``) keys every row for duplicates and, when
+evaluation sets are saved under ``$HRM_DATA_ROOT/eval/``, scans it against their n-gram index
+while the encoder frames the same batch, and writes two sidecars into the tokenized folder:
+
+- ``contamination.json``: the *label* of the index it scanned against (evaluation sets by name
+  and SHA-256 of their saved JSONL, ``n``, ``min_words``; ``null`` without one), the rows, and
+  the hit rows ``[row, field, set, item, start, end, windows, span]``;
+- ``duplicate_keys.u64``: every row's duplicate key, little-endian, in row order.
+
+Neither is an array or listed in ``manifest.json``: the arrays, ``metadata.json`` and the
+manifest are the bytes data_io's identity covers, with or without sidecars. The evaluation sets
+are not an input of tokenization: changing them re-tokenizes nothing; the report then finds the
+label stale and rescans those files (:func:`hrm_assets.contamination.scan.analyze`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hrm_assets import _core
+from hrm_assets.common.hashing import file_sha256
+from hrm_assets.contamination.evalsets import EvalSet, eval_set_specs, read_eval_set
+
+SCAN_FILE: str = _core.SCAN_SIDECAR_FILE
+KEYS_FILE: str = _core.KEYS_SIDECAR_FILE
+SCAN_FORMAT: str = _core.SCAN_SIDECAR_FORMAT
+EVAL_FOLDER = "eval"
+OBSERVE_ENV = "HRM_TOKENIZE_CONTAMINATION"
+"""Set to ``0`` to tokenize without the sidecars."""
+
+
+def index_label(eval_sets: Sequence[tuple[str, str]], n: int, min_words: int) -> dict:
+    """What an index was built from: ``(name, sha256)`` of each evaluation set, in index order
+    (the ``set`` numbers of the hits), ``n`` and ``min_words``."""
+    return {
+        "n": n,
+        "min_words": min_words,
+        "sets": [{"name": name, "sha256": sha256} for name, sha256 in eval_sets],
+    }
+
+
+@dataclass
+class TokenizationIndex:
+    """The index tokenization scans against and its label."""
+
+    scanner: object
+    """A :class:`hrm_assets.contamination.scan.Scanner`."""
+    label: dict
+
+
+_CACHED: dict[tuple, TokenizationIndex] = {}
+
+
+def saved_eval_sets(folder: Path) -> list[tuple[EvalSet, str]]:
+    """The evaluation sets saved in ``folder`` (``eval/<name>.jsonl``), with their SHA-256."""
+    found = []
+    for spec in eval_set_specs():
+        path = Path(folder) / f"{spec.name}.jsonl"
+        if path.is_file():
+            found.append((read_eval_set(spec, path), file_sha256(path)))
+    return found
+
+
+def tokenization_index(
+    folder: Path, n: int | None = None, min_words: int | None = None
+) -> TokenizationIndex | None:
+    """The index of the evaluation sets saved in ``folder`` (None when none is), built once per
+    process for the same files."""
+    from hrm_assets.contamination.scan import DEFAULT_MIN_WORDS, DEFAULT_N, Scanner
+
+    n = DEFAULT_N if n is None else n
+    min_words = DEFAULT_MIN_WORDS if min_words is None else min_words
+    paths = sorted(Path(folder).glob("*.jsonl")) if Path(folder).is_dir() else []
+    if not paths:
+        return None
+    stamp = tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in paths)
+    key = (stamp, n, min_words)
+    if key not in _CACHED:
+        loaded = saved_eval_sets(folder)
+        if not loaded:
+            return None
+        scanner = Scanner([eval_set for eval_set, _ in loaded], n, min_words)
+        label = index_label([(s.spec.name, sha) for s, sha in loaded], n, min_words)
+        _CACHED.clear()
+        _CACHED[key] = TokenizationIndex(scanner, label)
+    return _CACHED[key]
+
+
+def scan_options(data_root: Path) -> dict:
+    """Keyword arguments of ``_core.Encoder.tokenize_files`` for the sidecars: duplicate keys
+    always, the contamination scan when evaluation sets are saved under ``data_root/eval``.
+    Empty when ``$HRM_TOKENIZE_CONTAMINATION`` is ``0``."""
+    if os.environ.get(OBSERVE_ENV, "1").strip() == "0":
+        return {}
+    index = tokenization_index(Path(data_root) / EVAL_FOLDER)
+    if index is None:
+        return {"observe": True}
+    return {
+        "observe": True,
+        "scan_index": index.scanner.index,
+        "scan_label": json.dumps(index.label, sort_keys=True),
+    }
+
+
+@dataclass
+class Sidecar:
+    """A tokenized folder's sidecars, as read."""
+
+    folder: Path
+    label: dict | None
+    rows: int
+    hits: list[list]
+
+    def keys(self) -> list[int]:
+        """Every row's duplicate key, in row order."""
+        import numpy as np
+
+        return np.fromfile(self.folder / KEYS_FILE, dtype="<u8").tolist()
+
+
+def read_sidecar(folder: Path) -> Sidecar | None:
+    """The sidecars of ``folder``, or None when it has none (or they are unreadable or of
+    another format)."""
+    folder = Path(folder)
+    try:
+        data = json.loads((folder / SCAN_FILE).read_bytes())
+        keys_size = (folder / KEYS_FILE).stat().st_size
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != SCAN_FORMAT:
+        return None
+    if keys_size != 8 * data.get("rows", -1):
+        return None
+    return Sidecar(folder, data.get("index"), data["rows"], data["hits"])
+
+
+def sidecar_for(folder: Path, cleaned: Path) -> Sidecar | None:
+    """The sidecars of ``folder`` when its ``metadata.json`` records ``cleaned`` as it is now
+    (same size and modification time, as the tokenized step records them); else None."""
+    folder = Path(folder)
+    try:
+        metadata = json.loads((folder / "metadata.json").read_bytes())
+        stat = Path(cleaned).stat()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    if metadata.get("source_size") != stat.st_size:
+        return None
+    if metadata.get("source_mtime") != int(stat.st_mtime):
+        return None
+    sidecar = read_sidecar(folder)
+    if sidecar is None or sidecar.rows != metadata.get("rows"):
+        return None
+    return sidecar
+
+
+MAX_FOLDER_EXAMPLES = 5
+FIELDS = ("instruction", "response")
+
+
+def folder_summary(folder: Path) -> dict | None:
+    """What a tokenized folder's sidecars say, for its partition's record: rows, rows hit,
+    rows hit per evaluation set, the evaluation sets scanned against (None when none were
+    saved at tokenization) and up to five examples with the matching span; None without
+    sidecars."""
+    sidecar = read_sidecar(folder)
+    if sidecar is None:
+        return None
+    label = sidecar.label if isinstance(sidecar.label, dict) else None
+    names = [entry["name"] for entry in label["sets"]] if label else None
+    hits_by_set: dict[str, int] = {}
+    examples = []
+    for row, field, number, item, _start, _end, windows, span in sidecar.hits:
+        name = names[number] if names and number < len(names) else str(number)
+        hits_by_set[name] = hits_by_set.get(name, 0) + 1
+        if len(examples) < MAX_FOLDER_EXAMPLES:
+            examples.append(
+                {
+                    "row": row,
+                    "field": FIELDS[field],
+                    "eval_set": name,
+                    "eval_item": item,
+                    "windows": windows,
+                    "span": span,
+                }
+            )
+    return {
+        "rows": sidecar.rows,
+        "rows_hit": len(sidecar.hits),
+        "hits_by_set": dict(sorted(hits_by_set.items())),
+        "scanned_against": names,
+        "n": label["n"] if label else None,
+        "examples": examples,
+    }
