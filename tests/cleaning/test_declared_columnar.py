@@ -34,6 +34,17 @@ DECLARATIONS = {
               max_chars: {response: 40}
             output: {file: declared/local.parquet}
         """,
+    "per_value": """
+        sources:
+          - name: per_value_declared
+            local: {path: raw_files/*.parquet}
+            fields:
+              instruction: body
+              response: {column: answer, strip: false}
+            condition: direct
+            filters: {non_empty: [instruction]}
+            output: {folder: per_value, per_value_of: task, format: parquet}
+        """,
     "hub": """
         sources:
           - name: hub_declared
@@ -45,6 +56,10 @@ DECLARATIONS = {
             output: {file: declared/hub.jsonl}
         """,
 }
+
+
+# Values whose file the route refuses (empty, hidden, too long, with "..") among good ones.
+TASKS = ["glue/sst2", "wmt:de-en", "task 7", "", ".hidden", "a..b", "x" * 300, "é/ü"]
 
 
 def _maybe(rng: random.Random, value, rate: float = 0.02):
@@ -60,6 +75,7 @@ def _records(rng: random.Random, count: int) -> list[dict]:
             "answer": _maybe(rng, rng.choice(answers) + "x" * rng.choice([0, 0, 45])),
             "kind": _maybe(rng, rng.choice(["a", "b", "c", "z"])),
             "tags": _maybe(rng, rng.choice(["direct", "noisy,cot", "cot", "sarcastic", ""])),
+            "task": _maybe(rng, rng.choice(TASKS)),
         }
         for i in range(count)
     ]
@@ -78,7 +94,7 @@ def test_declared_columnar_equals_the_row_path_at_one_and_two_threads(tmp_path, 
     rng = random.Random(4)
     raw = tmp_path / "raw"
     for shard in range(3):
-        if name == "local":
+        if name in ("local", "per_value"):
             _write(tmp_path / "raw_files" / f"part{shard}.parquet", _records(rng, 1500))
         else:
             path = raw / "someone" / "dataset" / "main" / f"train-0000{shard}-of-00003.parquet"
@@ -102,11 +118,11 @@ def test_rules_needing_python_per_record_stay_on_the_row_path(tmp_path):
         textwrap.dedent(
             """
             sources:
-              - name: per_value
+              - name: chat_input
                 local: {path: files/*.parquet}
-                fields: {instruction: q, response: a}
+                chat: {column: messages}
                 condition: direct
-                output: {folder: per_value, per_value_of: task}
+                output: {file: chat_input.jsonl}
               - name: jsonl_input
                 local: {path: files/*.jsonl}
                 fields: {instruction: q, response: a}

@@ -3,6 +3,7 @@ registry, cleaning and the Dagster assets treat it as they treat a built-in sour
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -88,8 +89,7 @@ def source_spec(declaration: SourceDeclaration, base_dir: Path) -> SourceSpec:
         route = ValueRoute(declaration.name, output.folder, output.per_value_of, output.file_format)
         paths = {"output": output.folder, "route": route}
     rules = declaration.model_dump(mode="json")
-    columnar = declared_columnar_rule(declaration, output.file) if output.file else None
-    return SourceSpec(
+    spec = SourceSpec(
         name=declaration.name,
         **location,
         **paths,
@@ -100,8 +100,8 @@ def source_spec(declaration: SourceDeclaration, base_dir: Path) -> SourceSpec:
         description=declaration.description or f"Declared in sources.yaml: {declaration.name}",
         columns=tuple(declaration.columns) if declaration.columns else FIELDS,
         rules_version=value_sha256([rules, _package_code_hashes()]),
-        columnar=columnar,
     )
+    return dataclasses.replace(spec, columnar=declared_columnar_rule(declaration, spec))
 
 
 def _folder(spec: SourceSpec) -> str | None:
