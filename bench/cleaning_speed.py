@@ -327,12 +327,13 @@ def stage_report(factor: float, work_dir: Path | None, log: Log):
             ),
         ]
     section = (
-        "`bench/cleaning_speed.py`: FLAN and SYNTH raw files generated in the Hub schema, "
-        "each cleaned by `hrm_assets.cleaning` (columnar engine, every core), by data_io's "
-        "script restated (FLAN: pyarrow and a Python loop; SYNTH: its polars plan) and by the "
-        "bound (read the needed columns, write the same output tables; files in parallel), "
-        "each in a fresh process. FLAN's outputs byte-identical to data_io's, SYNTH's rows "
-        "equal: "
+        "`bench/cleaning_speed.py`: FLAN, SYNTH, OpenMathInstruct-2, tasksource, dmmath and "
+        "GSM8K (the `load_dataset` shape) raw files generated in their real schema, each "
+        "cleaned by `hrm_assets.cleaning` (columnar engine, every core), by data_io's script "
+        "restated (FLAN: pyarrow and a Python loop; SYNTH: its polars plan; OpenMathInstruct-2, "
+        "tasksource, GSM8K: `load_dataset` and a Python loop; dmmath: `readlines`) and by the "
+        "bound (read the needed columns, write the same output contents; files in parallel), "
+        "each in a fresh process. Outputs byte-identical to data_io's (SYNTH: rows equal): "
         + ", ".join(f"{n} {'yes' if s.same_output else 'NO'}" for n, s in result.sources.items())
         + ".\n\n"
         + result.table()
