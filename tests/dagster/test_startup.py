@@ -15,9 +15,10 @@ import pytest
 from dagster._core.definitions.reconstruct import ReconstructableJob
 from dagster._core.system_config.objects import ResolvedRunConfig
 
+from hrm_assets.cleaning.build import BUILD_RECORDS, content_version
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.settings import default_prefix_config_path
-from hrm_assets.defs.cleaned.assets import BUILD_RECORDS, _content_version, build_cleaned_asset
+from hrm_assets.defs.cleaned.assets import build_cleaned_asset
 from hrm_assets.defs.cleaned.checks import ROWS_VALID
 from hrm_assets.defs.common import executor
 from hrm_assets.defs.common.resources import DataPaths
@@ -174,7 +175,7 @@ def test_a_bad_row_fails_the_cleaned_step_even_when_it_skips(cleaned_setup):
         handle.write(json.dumps({"condition": "bogus", "instruction": "q", "response": "a"}) + "\n")
     record_path = root / BUILD_RECORDS / f"{GSM8K.name}.json"
     record = json.loads(record_path.read_text(encoding="utf-8"))
-    record["outputs"] = _content_version(root, [item])
+    record["outputs"] = content_version(root, [item])
     record_path.write_text(json.dumps(record), encoding="utf-8")
 
     result = _materialize(paths, instance)
