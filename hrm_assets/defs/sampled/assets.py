@@ -3,17 +3,16 @@
 Each node's step carries that node's Celery queue, so with ``HRM_EXECUTOR=celery`` the worker
 on the node writes the epochs into its own output path (``/dev/shm/sampled`` on HRM-Text's
 nodes). The materialization records which worker wrote them and the input fingerprint the
-sensor compares against.
+sensor compares against. The build (skip if unchanged, the sampler run, its record) is the
+sampling stage's (``hrm_assets.sampling.build``).
 """
 
-import contextlib
 from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets.cleaning.sources import SOURCES
-from hrm_assets.common.build_record import is_current, read_record, write_record
-from hrm_assets.common.hashing import listing_sha256, value_sha256
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.defs.common.automation import freshness_policy
 from hrm_assets.defs.common.executor import CELERY_QUEUE_TAG, WORKER_NODE_ENV, current_step_worker
 from hrm_assets.defs.common.keys import SAMPLED_PREFIX, sampled_key, tokenized_key
@@ -27,8 +26,7 @@ from hrm_assets.defs.sampled.inputs import (
     current_fingerprint,
 )
 from hrm_assets.sampling import defaults
-from hrm_assets.sampling.datacard import sampling_code_version
-from hrm_assets.sampling.mixture.code_version import has_mixture, mixture_code_version
+from hrm_assets.sampling.build import SamplingInputs, build_sampled
 from hrm_assets.sampling.training_nodes import (
     SETTING_KEYS,
     TrainingNode,
@@ -38,9 +36,6 @@ from hrm_assets.sampling.training_nodes import (
 )
 
 NODE_TAG = "hrm/training-node"
-# The sampler's code decides the bytes of the epochs: a change to it means resampling. Found
-# without importing it, so loading the definitions does not load numpy.
-SAMPLING_CODE_VERSION = sampling_code_version()
 
 
 class SamplingRunConfig(dg.Config):
@@ -162,54 +157,24 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 f"{node.name!r}'s settings; the sensor will not replace these epochs (pin the "
                 "keys in training_nodes.yaml to make them the node's)"
             )
-        code = SAMPLING_CODE_VERSION
-        if has_mixture(prefix_config_path):
-            code = value_sha256([SAMPLING_CODE_VERSION, mixture_code_version()])
-        build_key = value_sha256({"inputs": fingerprint, "config": settings, "code": code})
-        record_path = output.parent / f".{output.name}.build.json"
-        record = read_record(record_path)
-        unchanged = output.is_dir() and is_current(record, build_key, listing_sha256(output))
-        if unchanged:
-            context.log.info(f"inputs and settings unchanged: {output} is kept as it is")
-            summary = record["summary"]
-        else:
-            from hrm_assets.sampling.analytics import (
-                category_records,
-                mixture_records,
-                render_report,
-                summary_figures,
-                task_records,
-            )
-            from hrm_assets.sampling.sampler import make_config, sample_tokenized
-
-            with tokenized_input(data_paths, context.log.info) as (tokenized_path, tokenizer):
-                sampling_config = make_config(
-                    tokenized_path=tokenized_path,
-                    output_path=output,
-                    prefix_config_path=prefix_config_path,
-                    tokenizer_path=Path(node.tokenizer_path) if node.tokenizer_path else tokenizer,
-                    **settings,
-                )
-                context.log.info(f"sampling {data_paths.tokenized_location} into {output}")
-                # Reads the tokenized root as one snapshot, waiting for tokenization steps that
-                # are writing its folders and holding off those that would rewrite them.
-                result = sample_tokenized(
-                    sampling_config, warn=context.log.warning, log=context.log.info
-                )
-            summary = {
-                "figures": summary_figures(result),
-                "categories": category_records(result),
-                "tasks": task_records(result),
-                "mixture": mixture_records(result),
-                "analytics": render_report(result),
-                "warnings": result.warnings,
-                "tokenizer_dir": str(result.tokenizer_dir) if result.tokenizer_dir else None,
-            }
-            write_record(record_path, build_key, listing_sha256(output), summary=summary)
+        build = build_sampled(
+            SamplingInputs(
+                tokenized=DataRoot(data_paths.tokenized_location),
+                tokenizer=DataRoot(data_paths.tokenizer_location),
+                node_tokenizer=Path(node.tokenizer_path) if node.tokenizer_path else None,
+                output=output,
+                prefix_config_path=prefix_config_path,
+                settings=settings,
+                fingerprint=fingerprint,
+            ),
+            log=context.log.info,
+            warn=context.log.warning,
+        )
+        summary = build.summary
         warnings = summary.get("warnings", [])
         tokenizer_dir = summary.get("tokenizer_dir")
         return dg.MaterializeResult(
-            data_version=dg.DataVersion(build_key),
+            data_version=dg.DataVersion(build.build_key),
             check_results=[short_responses_result(summary["figures"], settings["min_resp_length"])],
             metadata={
                 **_analytics_metadata(summary),
@@ -226,7 +191,7 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
                 # Settings of this run that are not the node's (a run by hand): the sensor
                 # never replaces such epochs (sensors.py).
                 RUN_OVERRIDES_METADATA: dg.MetadataValue.json(overrides),
-                "resampled": not unchanged,
+                "resampled": build.resampled,
                 "training_node": node.name,
                 "node_queue": node.queue_name(),
                 "worker_hostname": worker.hostname,
@@ -238,14 +203,6 @@ def build_sampled_asset(node: TrainingNode) -> dg.AssetsDefinition:
         )
 
     return sampled
-
-
-def tokenized_input(data_paths: DataPaths, log) -> contextlib.AbstractContextManager:
-    """The tokenized root to sample from and the tokenizer to ship, as
-    :func:`hrm_assets.sampling.remote_input.readable_tokenized` gives them for these paths."""
-    from hrm_assets.sampling.remote_input import readable_tokenized
-
-    return readable_tokenized(data_paths.tokenized_location, data_paths.tokenizer_location, log)
 
 
 SAMPLED_ASSETS = [build_sampled_asset(node) for node in load_training_nodes()]
