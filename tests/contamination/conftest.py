@@ -52,3 +52,30 @@ def eval_sets(eval_mirror):
 def _offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+
+
+@pytest.fixture
+def corpus(tmp_path, eval_sets, real_raw):
+    """A cleaned root with planted rows, and the row numbers planted in each file."""
+    from contamination.eval_fixtures import ARC_CHALLENGE, MMLU, read_jsonl
+    from contamination.test_scan import long_item, perturb, row, write_jsonl, write_parquet
+
+    gsm8k, math, *_ = eval_sets
+    raw = read_jsonl(real_raw / "gsm8k" / "train.jsonl")[:200]
+    base = [row(r["question"].strip(), r["answer"].split("#### ")[-1].strip()) for r in raw]
+    g = long_item(gsm8k.texts["question"], 5)
+    m = long_item(math.texts["problem"], 100)
+    rows = list(base)
+    rows[9] = row(gsm8k.texts["question"][g], "42")
+    rows[49] = row(perturb(math.texts["problem"][m]), "7")
+    rows[99] = row(f"Answer with one letter.\n{perturb(MMLU[0]['question'])} (A) ATP", "B")
+    rows[149] = row("Quiz", f"Item: {ARC_CHALLENGE[0]['question'].lower()} Carbon.")
+    cleaned = tmp_path / "cleaned"
+    write_jsonl(cleaned / "gsm8k" / "train.jsonl", rows)
+    synth = [
+        row("Tell me a story about a fox.", "Once upon a time..."),
+        row(perturb(base[3]["instruction"]), base[3]["response"] + "."),  # a duplicate
+        row("Solve: " + gsm8k.texts["question"][g].lower() + " Show work.", "ok"),
+    ]
+    write_parquet(cleaned / "synth" / "part_0.parquet", synth)
+    return cleaned, {"gsm8k__train.jsonl": [10, 50, 100, 150], "synth__part_0.parquet": [3]}

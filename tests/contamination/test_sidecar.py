@@ -13,10 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from contamination.eval_fixtures import ARC_CHALLENGE, MMLU
-from contamination.test_scan import long_item, perturb, row, write_jsonl, write_parquet
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.manifest import verify_folder
@@ -35,32 +31,6 @@ from hrm_assets.tokenization.identity import folder_identity_problems
 from hrm_assets.tokenization.tokenize import tokenize_files
 
 SIDECARS = {SCAN_FILE, KEYS_FILE}
-
-
-@pytest.fixture
-def corpus(tmp_path, eval_sets, real_raw):
-    """A cleaned root with planted rows, and the row numbers planted in each file."""
-    from contamination.eval_fixtures import read_jsonl
-
-    gsm8k, math, *_ = eval_sets
-    raw = read_jsonl(real_raw / "gsm8k" / "train.jsonl")[:200]
-    base = [row(r["question"].strip(), r["answer"].split("#### ")[-1].strip()) for r in raw]
-    g = long_item(gsm8k.texts["question"], 5)
-    m = long_item(math.texts["problem"], 100)
-    rows = list(base)
-    rows[9] = row(gsm8k.texts["question"][g], "42")
-    rows[49] = row(perturb(math.texts["problem"][m]), "7")
-    rows[99] = row(f"Answer with one letter.\n{perturb(MMLU[0]['question'])} (A) ATP", "B")
-    rows[149] = row("Quiz", f"Item: {ARC_CHALLENGE[0]['question'].lower()} Carbon.")
-    cleaned = tmp_path / "cleaned"
-    write_jsonl(cleaned / "gsm8k" / "train.jsonl", rows)
-    synth = [
-        row("Tell me a story about a fox.", "Once upon a time..."),
-        row(perturb(base[3]["instruction"]), base[3]["response"] + "."),  # a duplicate
-        row("Solve: " + gsm8k.texts["question"][g].lower() + " Show work.", "ok"),
-    ]
-    write_parquet(cleaned / "synth" / "part_0.parquet", synth)
-    return cleaned, {"gsm8k__train.jsonl": [10, 50, 100, 150], "synth__part_0.parquet": [3]}
 
 
 def saved_eval_sets(data_root: Path, eval_sets) -> list[tuple[str, str]]:

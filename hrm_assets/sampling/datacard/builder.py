@@ -160,6 +160,7 @@ def build_data_card(
     code: Mapping[str, str],
     specs: Mapping[str, SourceSpec],
     cleaned_corpora: Sequence[Mapping[str, Any]] = (),
+    contamination: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The card of one run (``datacard.json``'s content).
 
@@ -169,7 +170,9 @@ def build_data_card(
     ``tokenizer/tokenizer.json``, if any); ``specs`` the source registry, for the Hub ids.
     The mixture section is present only when the result carries one; the ``cleaned_corpora``
     section (the published cleaned corpora the tasks were made from,
-    hrm_assets.adoption.provenance) only when some are credited.
+    hrm_assets.adoption.provenance) only when some are credited; the ``contamination``
+    section (hrm_assets.contamination.datacard_section) only when the task folders have
+    sidecars.
     """
     config = result.config
     epochs = config.epochs
@@ -232,6 +235,8 @@ def build_data_card(
     }
     if cleaned_corpora:
         card["cleaned_corpora"] = [dict(corpus) for corpus in cleaned_corpora]
+    if contamination is not None:
+        card["contamination"] = plain_data(contamination)
     if result.mixture is not None:  # hrm_assets.sampling.mixture.report.MixtureReport
         card["mixture"] = plain_data(result.mixture)
     return card

@@ -164,6 +164,46 @@ def _cleaned_corpora(corpora: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def _contamination(section: Mapping[str, Any]) -> list[str]:
+    """docs/CONTAMINATION.md: rows sharing a word n-gram with an evaluation set, and exact
+    duplicates of (instruction, response), from the tokenized folders' sidecars."""
+    sets = section["scanned_against"]
+    if sets:
+        sizes = ", ".join(str(n) for n in section["n"])
+        scanned = f"against {', '.join(_code(name) for name in sets)} (n = {sizes} words)"
+    else:
+        scanned = "against no evaluation set (none was saved when these folders were tokenized)"
+    header = ["Source", "Rows", "Rows scanned", "Rows hit", *sets, "Duplicate rows"]
+    rows = [
+        (
+            _source_name(s["name"]),
+            _num(s["rows"]),
+            _num(s["rows_scanned"]),
+            _num(s["rows_hit"]),
+            *(_num(s["hits_by_set"].get(name, 0)) for name in sets),
+            _num(s["duplicate_rows"]),
+        )
+        for s in section["sources"]
+    ]
+    lines = [
+        "## Contamination and duplicates",
+        "",
+        f"The sampled tasks' rows as tokenized (before the length rules), scanned {scanned}, "
+        "and rows repeating an earlier row after normalization (docs/CONTAMINATION.md).",
+        "",
+        *_table(header, rows, "l" + "r" * (len(header) - 1)),
+    ]
+    if section["tasks_without_sidecars"]:
+        lines += ["", f"{_num(section['tasks_without_sidecars'])} task(s) were not checked."]
+    pairs = [
+        (_source_name(p["first"]), _source_name(p["later"]), _num(p["rows"]))
+        for p in section["duplicate_pairs"]
+    ]
+    if pairs:
+        lines += ["", *_table(["First copy in", "Repeated in", "Rows"], pairs, "llr")]
+    return lines
+
+
 def _tasks(card: Mapping[str, Any]) -> list[str]:
     rows = [
         (
@@ -415,6 +455,8 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     ]
     if card.get("cleaned_corpora"):
         sections.append(_cleaned_corpora(card["cleaned_corpora"]))
+    if "contamination" in card:
+        sections.append(_contamination(card["contamination"]))
     if "mixture" in card:
         sections.append(_mixture(card["mixture"]))
     sections += [

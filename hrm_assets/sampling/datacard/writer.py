@@ -22,6 +22,7 @@ from hrm_assets.sampling.datacard.builder import PrefixConfigRecord, build_data_
 from hrm_assets.sampling.datacard.canonical_json import canonical_json_bytes
 from hrm_assets.sampling.datacard.code_version import code_version
 from hrm_assets.sampling.datacard.markdown import render_markdown
+from hrm_assets.sampling.datacard.task_sources import sources_of_tasks
 from hrm_assets.sampling.prefix_config import PrefixConfigError, PrefixRule, load_prefix_rules
 
 if TYPE_CHECKING:
@@ -88,7 +89,9 @@ def write_sampled_data_card(
     """Build the card of a sampling run whose files (listed in ``manifest``, as written to
     ``folder/manifest.json``) are in ``folder`` and write it there; returns the card."""
     from hrm_assets.cleaning.sources import SOURCES
+    from hrm_assets.contamination.datacard_section import contamination_section
 
+    tasks = [task.name for task in result.tasks]
     card = build_data_card(
         result,
         files=manifest["files"],
@@ -97,8 +100,9 @@ def write_sampled_data_card(
         tokenizer_sha256=tokenizer_sha256,
         code=code_version(),
         specs=SOURCES,
-        cleaned_corpora=credited_corpora(
-            result.config.tokenized_path, [task.name for task in result.tasks]
+        cleaned_corpora=credited_corpora(result.config.tokenized_path, tasks),
+        contamination=contamination_section(
+            result.config.tokenized_path, tasks, sources_of_tasks(tasks, SOURCES)
         ),
     )
     write_data_card(folder, card)
