@@ -112,6 +112,22 @@ def _short_after_truncate_note(result: SamplingResult) -> str | None:
     )
 
 
+def _row_filter_note(result: SamplingResult) -> str | None:
+    """One line under the filtering table for decontaminate= and dedup= (only when set)."""
+    g, config = result.global_stats, result.config
+    parts = []
+    if config.decontaminate:
+        parts.append(
+            f"{_num(g.rows_dropped_contaminated)} rows sharing a word n-gram with an evaluation "
+            "set (`decontaminate=true`)"
+        )
+    if config.dedup:
+        parts.append(f"{_num(g.rows_dropped_duplicate)} repeated rows (`dedup=true`)")
+    if not parts:
+        return None
+    return f"**Left out:** {'; '.join(parts)} (docs/CONTAMINATION.md)."
+
+
 def render_extra_sections(result: SamplingResult) -> str:
     """Sections beyond data_io's: filtering per task and the epochs written.
 
@@ -131,6 +147,9 @@ def render_extra_sections(result: SamplingResult) -> str:
     short_note = _short_after_truncate_note(result)
     if short_note:
         lines += ["", short_note]
+    filter_note = _row_filter_note(result)
+    if filter_note:
+        lines += ["", filter_note]
     lines += ["", "### Epochs", "| Epoch | Rows | Tokens |", "|-------|------|--------|"]
     for epoch, (rows, tokens) in enumerate(
         zip(result.epoch_rows, result.epoch_tokens, strict=True)

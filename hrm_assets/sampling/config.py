@@ -39,6 +39,8 @@ class SamplingConfig(BaseModel):
     context_size: int = defaults.CONTEXT_SIZE.field(strict=True)
     min_resp_length: int = defaults.MIN_RESP_LENGTH.field(strict=True)
     drop_short_after_truncate: bool = defaults.DROP_SHORT_AFTER_TRUNCATE.field(strict=True)
+    decontaminate: bool = defaults.DECONTAMINATE.field(strict=True)
+    dedup: bool = defaults.DEDUP.field(strict=True)
 
     @field_validator(
         "tokenized_path", "output_path", "prefix_config_path", "tokenizer_path", mode="before"

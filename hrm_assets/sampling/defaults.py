@@ -58,12 +58,29 @@ DROP_SHORT_AFTER_TRUNCATE = SamplingSetting(
     "data_io does; true changes the bytes wherever such rows exist)",
 )
 
+DECONTAMINATE = SamplingSetting(
+    "decontaminate",
+    False,
+    None,
+    "leave out rows sharing a word n-gram with an evaluation set (docs/CONTAMINATION.md; read "
+    "from the tokenized folders' sidecars; true changes the bytes wherever such rows exist)",
+)
+DEDUP = SamplingSetting(
+    "dedup",
+    False,
+    None,
+    "keep one copy of rows with the same normalized instruction and response (the first, "
+    "tasks in order; true changes the bytes wherever duplicates exist)",
+)
+
 SETTINGS: tuple[SamplingSetting, ...] = (
     SEED,
     EPOCHS,
     CONTEXT_SIZE,
     MIN_RESP_LENGTH,
     DROP_SHORT_AFTER_TRUNCATE,
+    DECONTAMINATE,
+    DEDUP,
 )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from hrm_assets.sampling.config import SamplingConfig
 from hrm_assets.sampling.prefix_config import PrefixRule, SamplingRule, rule_for
+from hrm_assets.sampling.row_filters import row_drops
 from hrm_assets.sampling.span_table import bounds_of, filter_lengths, segment_sums
 from hrm_assets.sampling.task_folders import Spans
 
@@ -94,6 +95,8 @@ class CoverageStats:
     rows_truncated: int = 0
     rows_short_after_truncate: int = 0
     rows_dropped_short_after_truncate: int = 0
+    rows_dropped_contaminated: int = 0
+    rows_dropped_duplicate: int = 0
 
     @property
     def rows_dropped(self) -> int:
@@ -101,6 +104,8 @@ class CoverageStats:
             self.rows_dropped_short
             + self.rows_dropped_long
             + self.rows_dropped_short_after_truncate
+            + self.rows_dropped_contaminated
+            + self.rows_dropped_duplicate
         )
 
     @classmethod
@@ -157,6 +162,15 @@ def report_tasks(
     offsets = bounds_of(counts)
     row_offsets = np.repeat(offsets[:-1], task_rows)
     keep = filtered.keep
+    # decontaminate= and dedup= (hrm_assets.sampling.row_filters): counted among the rows the
+    # length rules kept, so each dropped row has one reason.
+    drops = row_drops(config.tokenized_path, names, bounds, config.decontaminate, config.dedup)
+    dropped_contaminated = np.zeros_like(keep)
+    dropped_duplicate = np.zeros_like(keep)
+    if drops is not None:
+        dropped_contaminated = keep & drops.contaminated
+        dropped_duplicate = keep & drops.duplicate
+        keep = keep & ~drops.dropped
     kept = Spans(
         inst_start=(table.inst_start + row_offsets)[keep],
         inst_len=table.inst_len[keep],
@@ -174,6 +188,8 @@ def report_tasks(
         "truncated": segment_sums(filtered.truncated, bounds),
         "short_after": segment_sums(filtered.short_after_truncate, bounds),
         "dropped_short_after": segment_sums(filtered.dropped_short_after_truncate, bounds),
+        "dropped_contaminated": segment_sums(dropped_contaminated, bounds),
+        "dropped_duplicate": segment_sums(dropped_duplicate, bounds),
     }
     figures = {key: values.tolist() for key, values in per_task.items()}
     reports = []
@@ -190,6 +206,8 @@ def report_tasks(
             rows_truncated=figures["truncated"][index],
             rows_short_after_truncate=figures["short_after"][index],
             rows_dropped_short_after_truncate=figures["dropped_short_after"][index],
+            rows_dropped_contaminated=figures["dropped_contaminated"][index],
+            rows_dropped_duplicate=figures["dropped_duplicate"][index],
         )
         reports.append(
             TaskReport(

@@ -2,7 +2,8 @@
 
 A node owns its sampling settings: the keys of ``hrm-sample`` it sets in the file (``epochs``,
 ``seed``, ``context_size``, ``min_resp_length``, ``drop_short_after_truncate``,
-``prefix_config_path``, ``tokenizer_path``, and its ``output_path``) are the ones its epochs are
+``decontaminate``, ``dedup``, ``prefix_config_path``, ``tokenizer_path``, and its
+``output_path``) are the ones its epochs are
 made with, by the sensor's runs, a run by hand and ``hrm-sample node=<name>`` alike; a key it
 leaves out takes the default of ``hrm_assets.sampling.defaults``.
 """
@@ -49,6 +50,8 @@ class TrainingNode(BaseModel):
     context_size: int | None = _pinned(defaults.CONTEXT_SIZE)
     min_resp_length: int | None = _pinned(defaults.MIN_RESP_LENGTH)
     drop_short_after_truncate: bool | None = None
+    decontaminate: bool | None = None
+    dedup: bool | None = None
     prefix_config_path: str | None = Field(
         default=None, description="sampling rules of this node (default: the project's)"
     )

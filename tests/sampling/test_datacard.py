@@ -241,6 +241,8 @@ def test_prefix_config_and_settings_are_recorded(tmp_path, inputs):
         "context_size": 60,
         "min_resp_length": 2,
         "drop_short_after_truncate": True,
+        "decontaminate": False,
+        "dedup": False,
         "token_dtype": "uint16",
         "tokens_npy_tokens": card["totals"]["tokens_available"],
         "total_length": card["sampling"]["total_length"],

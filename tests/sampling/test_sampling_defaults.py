@@ -23,6 +23,9 @@ def test_data_io_defaults():
         "context_size": 4097,
         "min_resp_length": 2,
         "drop_short_after_truncate": False,
+        # hrm-data's own, off: docs/CONTAMINATION.md.
+        "decontaminate": False,
+        "dedup": False,
     }
 
 

@@ -122,6 +122,8 @@ def test_a_node_pins_hrm_samples_keys(tmp_path):
         "context_size": 2049,
         "min_resp_length": 2,
         "drop_short_after_truncate": False,
+        "decontaminate": False,
+        "dedup": False,
     }
     assert pinned.prefix_config(tmp_path / "default.yaml") == (
         Path("rules/prefix_config.yaml").absolute()

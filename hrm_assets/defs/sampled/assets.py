@@ -51,6 +51,8 @@ class SamplingRunConfig(dg.Config):
     context_size: int = defaults.CONTEXT_SIZE.field(bounded=False)
     min_resp_length: int = defaults.MIN_RESP_LENGTH.field(bounded=False)
     drop_short_after_truncate: bool = defaults.DROP_SHORT_AFTER_TRUNCATE.field(bounded=False)
+    decontaminate: bool = defaults.DECONTAMINATE.field(bounded=False)
+    dedup: bool = defaults.DEDUP.field(bounded=False)
 
 
 def given_run_config(context: dg.AssetExecutionContext, config: SamplingRunConfig) -> dict:
