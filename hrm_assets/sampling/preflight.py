@@ -1,5 +1,6 @@
-"""What is said or refused before any epoch is drawn: rules that match several or no tasks,
-epochs that cannot fit the disk, epochs that would be empty, rows truncation left short."""
+"""What is said or refused before any epoch is drawn: a bad sources registry, rules that match
+several or no tasks, epochs that cannot fit the disk, epochs that would be empty, rows
+truncation left short."""
 
 from __future__ import annotations
 
@@ -126,3 +127,14 @@ def short_after_truncate_warning(reports: list[TaskReport], config: SamplingConf
         f"drops because a batch of only such segments crashes its attention backward pass; "
         f"drop_short_after_truncate=true excludes these rows"
     )
+
+
+def check_source_registry() -> None:
+    """Load the sources registry (built-in and ``sources.yaml``'s) the data card names each
+    task's source from, before anything is read: a bad ``sources.yaml`` is one
+    :class:`SamplingError` naming the file, entry and key (it is loaded when first imported,
+    which is why the sampler imports the data card's writer only when it writes one)."""
+    try:
+        import hrm_assets.cleaning.sources  # noqa: F401
+    except ValueError as exc:  # DeclaredSourceError, raised while the package loads
+        raise SamplingError(str(exc)) from None

@@ -99,6 +99,7 @@ from hrm_assets.sampling.prefix_config import PrefixConfigError, PrefixRule, loa
 from hrm_assets.sampling.preflight import (
     ambiguity_warnings,
     check_budget,
+    check_source_registry,
     empty_epochs_message,
     short_after_truncate_warning,
     unmatched_rule_warnings,
@@ -216,17 +217,6 @@ def sample_tokenized(
         if exc.filename is None and exc.errno is not None:
             raise type(exc)(exc.errno, exc.strerror, os.fspath(output)) from None
         raise
-
-
-def check_source_registry() -> None:
-    """Load the sources registry (built-in and ``sources.yaml``'s) the data card names each
-    task's source from, before anything is read: a bad ``sources.yaml`` is one
-    :class:`SamplingError` naming the file, entry and key (it is loaded when first imported,
-    which is why the sampler imports the data card's writer only when it writes one)."""
-    try:
-        import hrm_assets.cleaning.sources  # noqa: F401
-    except ValueError as exc:  # DeclaredSourceError, raised while the package loads
-        raise SamplingError(str(exc)) from None
 
 
 @dataclass(frozen=True)
