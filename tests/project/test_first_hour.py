@@ -10,7 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from hrm_assets import local_env, verify
+from hrm_assets import local_env
+from hrm_assets.checks import cli as verify
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.definitions import defs
 from hrm_assets.defs.common.keys import CLEANED_PREFIX
