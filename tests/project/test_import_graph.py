@@ -20,8 +20,9 @@ LAYERS = (
     ("", "_core", "common", "contracts"),
     ("cleaning",),
     ("tokenizer",),
-    ("tokenization",),
+    # The contamination passes run inside tokenization's read (docs/CONTAMINATION.md).
     ("contamination",),
+    ("tokenization",),
     ("sampling",),
     ("export",),
 )
