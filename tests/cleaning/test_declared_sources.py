@@ -228,7 +228,7 @@ def test_every_malformed_conversation_is_counted_under_its_reason(tmp_path):
 
 
 def test_chat_skips_reach_the_cleaned_asset_metadata(tmp_path):
-    from hrm_assets.defs.cleaned.assets import cleaning_metadata
+    from hrm_assets.defs.cleaned.metadata import cleaning_metadata
 
     write_jsonl(tmp_path / "chats" / "a.jsonl", [GOOD_CHAT, {"messages": []}])
     report = clean_source(only_spec(tmp_path, CHAT_YAML), tmp_path / "cleaned")
