@@ -24,6 +24,7 @@ from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.contracts.framing import Framing
 from hrm_assets.tokenization.chunks import tokenize_files
 from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome
+from hrm_assets.tokenization.output_folders import remove_owned_output
 from hrm_assets.tokenization.partitioning import partition_file
 from hrm_assets.tokenization.remote import RemoteCleaned, RemoteTokenized, tokenize_remote
 from hrm_assets.tokenization.tokenize import write_tokenizer_info
@@ -186,3 +187,11 @@ def build_in_object_storage(
 def recorded_vocab_size(tokenized_root: Path) -> int:
     """The vocabulary size ``tokenizer_info.json`` of a tokenized root records."""
     return json.loads((tokenized_root / TOKENIZER_INFO_FILE).read_text("utf-8"))["vocab_size"]
+
+
+def remove_owned_folder(tokenized: DataRoot, key: str) -> bool:
+    """Delete the tokenized folder ``key`` if this project wrote it (its ``.hrm-data`` marker),
+    on disk or in object storage; True if something was removed."""
+    if tokenized.remote is not None:
+        return RemoteTokenized(tokenized.remote).remove_owned(key)
+    return remove_owned_output(tokenized.local, key)

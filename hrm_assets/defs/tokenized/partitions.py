@@ -5,10 +5,11 @@ from pathlib import Path
 import dagster as dg
 
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.common.layout import CleanedFile
-from hrm_assets.common.storage import Location, ObjectRoot
+from hrm_assets.common.storage import Location
+from hrm_assets.tokenization.build import remove_owned_folder
 from hrm_assets.tokenization.partitioning import files_of_source, partition_changes
-from hrm_assets.tokenization.tokenize import remove_owned_output
 
 TOKENIZED_PARTITIONS: dict[str, dg.DynamicPartitionsDefinition] = {
     name: dg.DynamicPartitionsDefinition(name=f"tokenized_{name}") for name in SOURCES
@@ -48,10 +49,6 @@ def sync_partitions(
 
 
 def remove_owned_output_at(tokenized_root: Location, key: str) -> bool:
-    """Delete the tokenized folder ``key`` if this project wrote it (its ``.hrm-data`` marker),
-    wherever the root is."""
-    if isinstance(tokenized_root, ObjectRoot):
-        from hrm_assets.tokenization.remote import RemoteTokenized
-
-        return RemoteTokenized(tokenized_root).remove_owned(key)
-    return remove_owned_output(tokenized_root, key)
+    """Delete the tokenized folder ``key`` if this project wrote it, wherever the root is
+    (:func:`hrm_assets.tokenization.build.remove_owned_folder`)."""
+    return remove_owned_folder(DataRoot(tokenized_root), key)
