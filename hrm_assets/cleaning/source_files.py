@@ -10,14 +10,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hrm_assets.cleaning.sources import SourceSpec
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.common.layout import (
     CleanedFile,
+    CleanedScan,
     LayoutError,
     is_cleaned_file,
     is_cleaned_name,
     is_temporary,
+    scan_cleaned_tree,
 )
-from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.common.storage import ObjectRoot, ObjectStore
 
 
 def files_of_source(
@@ -83,3 +86,15 @@ def listed_cleaned_files(
                 f"map to the tokenized folder {item.safe_name!r}; rename one of them"
             )
     return [found[name] for name in sorted(found)]
+
+
+def scan_cleaned_root(root: DataRoot) -> CleanedScan:
+    """Every cleaned file of a root as data_io finds them (``scan_cleaned_tree``), or for a
+    root in object storage one listing, the files at their place in the working copy; an
+    absent folder holds none."""
+    if root.remote is not None:
+        listed = ObjectStore(root.remote).list()
+        return CleanedScan(listed_cleaned_files(root.remote, root.local, listed), [])
+    if root.local.is_dir():
+        return scan_cleaned_tree(root.local)
+    return CleanedScan([], [])

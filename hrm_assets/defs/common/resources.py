@@ -6,7 +6,8 @@ from pathlib import Path
 import dagster as dg
 
 from hrm_assets.common import settings
-from hrm_assets.common.storage import Location, ObjectRoot, mirror_path, parse_location
+from hrm_assets.common.data_root import DataRoot
+from hrm_assets.common.storage import Location, ObjectRoot, parse_location
 
 
 class DataPaths(dg.ConfigurableResource):
@@ -110,4 +111,4 @@ class DataPaths(dg.ConfigurableResource):
 
 def local_path(location: Location) -> Path:
     """A local root as it is; a remote one's working copy in the cache."""
-    return mirror_path(location) if isinstance(location, ObjectRoot) else location
+    return DataRoot(location).local

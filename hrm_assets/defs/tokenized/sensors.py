@@ -2,9 +2,9 @@
 
 import dagster as dg
 
+from hrm_assets.cleaning.source_files import scan_cleaned_root
 from hrm_assets.cleaning.sources import SOURCES
-from hrm_assets.common.layout import CleanedScan, scan_cleaned_tree
-from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.defs.cleaned.adopted import plan_adoption
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.partitions import (
@@ -13,7 +13,6 @@ from hrm_assets.defs.tokenized.partitions import (
     remove_owned_output_at,
 )
 from hrm_assets.tokenization.partitioning import files_by_source
-from hrm_assets.tokenization.remote import RemoteCleaned
 
 
 @dg.sensor(
@@ -29,14 +28,7 @@ def cleaned_files_sensor(
     if data_paths.adopted_cleaned_roots:
         return adopted_tick(context, data_paths)
     cleaned_root = data_paths.cleaned_root
-    if isinstance(data_paths.cleaned_location, ObjectRoot):
-        # One listing of the bucket; the files appear at their place in the working copy.
-        remote = RemoteCleaned.scan(data_paths.cleaned_location)
-        scan = CleanedScan(remote.files(), [])
-    elif cleaned_root.is_dir():
-        scan = scan_cleaned_tree(cleaned_root)
-    else:
-        scan = CleanedScan([], [])
+    scan = scan_cleaned_root(DataRoot(data_paths.cleaned_location))
     scanned = scan.files
     by_source = files_by_source(SOURCES.values(), scanned)
     requests = []
