@@ -29,12 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from hrm_assets.cleaning.source_files import listed_cleaned_files
 from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.atomic import exclusive_lock, lock_path_for
 from hrm_assets.common.layout import (
     CleanedFile,
     LayoutError,
-    is_cleaned_name,
     is_temporary,
 )
 from hrm_assets.common.manifest import MANIFEST_FILE
@@ -86,18 +86,7 @@ class RemoteCleaned:
     def files(self) -> list[CleanedFile]:
         """Every cleaned object (data_io's names, no ``.tmp-`` entries), sorted by safe name;
         :class:`LayoutError` if two map to one folder."""
-        found: dict[str, CleanedFile] = {}
-        for relative in self.listing:
-            if not is_cleaned_name(relative.rsplit("/", 1)[-1]) or is_temporary(relative):
-                continue
-            item = CleanedFile(path=self.local / relative, root=self.local)
-            earlier = found.setdefault(item.safe_name, item)
-            if earlier is not item:
-                raise LayoutError(
-                    f"{self.root.join(earlier.relative)} and {self.root.join(relative)} both "
-                    f"map to the tokenized folder {item.safe_name!r}; rename one of them"
-                )
-        return [found[name] for name in sorted(found)]
+        return listed_cleaned_files(self.root, self.local, self.listing)
 
     def partition_file(self, spec: SourceSpec, name: str) -> CleanedFile | None:
         """The remote counterpart of ``partitioning.partition_file``."""
