@@ -6,7 +6,6 @@ is written or reused (a batched run is one step whatever its number of files), s
 partition is still verified; ``records.py`` decides which evaluations are recorded.
 """
 
-import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,7 @@ from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.manifest import VerifyReport, verify_folders
 from hrm_assets.defs.common.keys import tokenized_key
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
-from hrm_assets.tokenization.tokenize import TOKENIZER_INFO_FILE
+from hrm_assets.tokenization.build import recorded_vocab_size
 
 ARRAYS_CONSISTENT = "arrays_consistent"
 MANIFEST_VALID = "manifest_valid"
@@ -45,11 +44,6 @@ def tokenized_check_specs(spec: SourceSpec) -> list[dg.AssetCheckSpec]:
             )
             for name, description in _DESCRIPTIONS.items()
         ]
-
-
-def tokenized_vocab_size(tokenized_root: Path) -> int:
-    """The vocabulary size ``tokenizer_info.json`` of a tokenized root records."""
-    return json.loads((tokenized_root / TOKENIZER_INFO_FILE).read_text("utf-8"))["vocab_size"]
 
 
 def arrays_consistent_result(report: CheckReport) -> dg.AssetCheckResult:
@@ -92,7 +86,7 @@ def tokenized_check_results_many(
     and the array check takes its figures from those reads (:func:`verify_folders`,
     :func:`check_tokenized_folders`)."""
     if vocab_size is None:
-        vocab_size = tokenized_vocab_size(tokenized_root)
+        vocab_size = recorded_vocab_size(tokenized_root)
     manifests = verify_folders(folders)
     arrays = check_tokenized_folders(folders, vocab_size, [report.scans for report in manifests])
     return [
