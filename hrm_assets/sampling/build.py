@@ -93,7 +93,7 @@ def _sample(inputs: SamplingInputs, log: Log, warn: Log) -> dict[str, Any]:
     from hrm_assets.sampling.remote_input import readable_tokenized
     from hrm_assets.sampling.sampler import make_config, sample_tokenized
 
-    with readable_tokenized(inputs.tokenized.location, inputs.tokenizer.location, log) as (
+    with readable_tokenized(inputs.tokenized, inputs.tokenizer, log) as (
         tokenized_path,
         tokenizer,
     ):

@@ -37,8 +37,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hrm_assets.common import settings
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.common.layout import is_cleaned_name
-from hrm_assets.common.storage import ObjectRoot, parse_location
+from hrm_assets.common.storage import parse_location
 from hrm_assets.sampling.analytics import render_report
 from hrm_assets.sampling.defaults import SETTINGS, SamplingSetting, shown_default
 from hrm_assets.sampling.remote_input import readable_tokenized
@@ -309,10 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         values = parse_values(arguments)
     except (UsageError, ValueError) as exc:
         return _fail(f"{exc}\n{USAGE.splitlines()[0]}", 2)
-    tokenized = values["tokenized_path"]
+    tokenized = DataRoot(values["tokenized_path"])
     tokenizer = None
-    if isinstance(tokenized, ObjectRoot) and values["tokenizer_path"] is None:
-        tokenizer = settings.stage_root(settings.TOKENIZER_ROOT_ENV, "tokenizer")
+    if tokenized.remote is not None and values["tokenizer_path"] is None:
+        tokenizer = DataRoot(settings.stage_root(settings.TOKENIZER_ROOT_ENV, "tokenizer"))
     try:
         with readable_tokenized(tokenized, tokenizer, _log) as (local, shipped):
             values["tokenized_path"] = local

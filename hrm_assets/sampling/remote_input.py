@@ -9,14 +9,13 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hrm_assets.common.object_mirror import mirror_tree
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.common.settings import TOKENIZER_JSON
-from hrm_assets.common.storage import Location, ObjectRoot, mirror_path
 
 
 @contextlib.contextmanager
 def readable_tokenized(
-    tokenized: Location, tokenizer: Location | None, log: Callable[[str], object]
+    tokenized: DataRoot, tokenizer: DataRoot | None, log: Callable[[str], object]
 ) -> Iterator[tuple[Path, Path | None]]:
     """The tokenized root to sample from, and the tokenizer to ship (None: the one
     ``tokenizer_info.json`` records). A local root is itself; a remote one is its working copy,
@@ -24,17 +23,19 @@ def readable_tokenized(
     (``tokenizer``) is refreshed too and its working copy's ``tokenizer.json`` shipped, if it
     has one."""
     shipped = None
-    if isinstance(tokenizer, ObjectRoot):
-        mirror_tree(tokenizer, select=lambda name: name == TOKENIZER_JSON)
-        copied = mirror_path(tokenizer) / TOKENIZER_JSON
+    if tokenizer is not None and tokenizer.remote is not None:
+        from hrm_assets.common.object_mirror import mirror_tree
+
+        mirror_tree(tokenizer.remote, select=lambda name: name == TOKENIZER_JSON)
+        copied = tokenizer.local / TOKENIZER_JSON
         shipped = copied if copied.is_file() else None
-    if not isinstance(tokenized, ObjectRoot):
-        yield tokenized, shipped
+    if tokenized.remote is None:
+        yield tokenized.local, shipped
         return
     from hrm_assets.tokenization.remote import mirror_lock, mirror_tokenized
 
-    local = mirror_path(tokenized)
+    local = tokenized.local
     with mirror_lock(local):
-        mirror_tokenized(tokenized, local)
+        mirror_tokenized(tokenized.remote, local)
         log(f"tokenized folders of {tokenized} refreshed into {local}")
         yield local, shipped
