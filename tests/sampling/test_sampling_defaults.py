@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import REPO_ROOT
 
-from hrm_assets.defs.sampled.assets import SamplingRunConfig
+from hrm_assets.defs.sampled.run_settings import SamplingRunConfig
 from hrm_assets.sampling import cli as sample
 from hrm_assets.sampling import defaults as sampling_defaults
 from hrm_assets.sampling.sampler import SamplingConfig, SamplingError, make_config
