@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 from support.graph_fixture import EPOCHS, VOCAB, append_gsm8k_row
 
+from hrm_assets.contamination.sidecar import KEYS_FILE, SCAN_FILE
 from hrm_assets.definitions import build_definitions
 from hrm_assets.defs.common.keys import cleaned_key, raw_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
@@ -57,6 +58,9 @@ def test_changing_one_raw_file_rewrites_only_its_outputs(graph):
                 "resp_len.npy",
                 "metadata.json",
                 ".hrm-data",
+                # The contamination and duplicate sidecars of the same read.
+                SCAN_FILE,
+                KEYS_FILE,
             )
         ),
     } | (
