@@ -102,3 +102,43 @@ def test_adopted_cleaned_roots_are_scanned(tmp_path, monkeypatch, eval_mirror, e
     assert "does not exist: materialize cleaned/* first" in str(
         failed.get_step_failure_events()[0].event_specific_data.error
     )
+
+
+def test_a_hub_cache_corpus_is_scanned_through_its_links_and_a_bucket_is_one_line(
+    tmp_path, eval_sets
+):
+    """An adopted Hub download keeps every file as a link into ``blobs/``: the scan follows the
+    links as adoption does. An adopted ``s3://`` root is refused with one line naming it."""
+    from hrm_assets.contamination.evalsets import write_eval_set
+    from hrm_assets.defs.eval.assets import contamination
+
+    repo = tmp_path / "hub" / "datasets--org--cleaned"
+    blob = repo / "blobs" / "0123abcd"
+    question = eval_sets[0].texts["question"][5]
+    write_rows(blob, [row("Hello there.", "Hi."), row(question, "y")])
+    snapshot = repo / "snapshots" / "f00d" / "data"
+    snapshot.mkdir(parents=True)
+    (snapshot / "gsm8k_train.jsonl").symlink_to(blob)
+    paths = DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+        adopted_cleaned=str(snapshot),
+    )
+    for loaded in eval_sets:
+        write_eval_set(loaded, paths.root / "eval" / f"{loaded.spec.name}.jsonl")
+    result = dg.materialize([contamination], resources={"data_paths": paths})
+    metadata = result.asset_materializations_for_node("eval__contamination")[0].metadata
+    sources = {r.data["source"]: r.data for r in metadata["sources"].value.records}
+    assert (sources["gsm8k_train"]["rows"], sources["gsm8k_train"]["rows_hit"]) == (2, 1)
+
+    in_bucket = DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+        adopted_cleaned="s3://corpus-bucket/cleaned",
+    )
+    failed = dg.materialize(
+        [contamination], resources={"data_paths": in_bucket}, raise_on_error=False
+    )
+    assert not failed.success
+    error = str(failed.get_step_failure_events()[0].event_specific_data.error)
+    assert "s3://corpus-bucket/cleaned are in object storage" in error

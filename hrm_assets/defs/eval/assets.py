@@ -7,7 +7,9 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets.adoption.cleaned import scan_adopted
 from hrm_assets.cleaning.sources import SOURCES
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.contamination.evalsets import EvalSetSpec, eval_set_specs
 from hrm_assets.defs.common.keys import cleaned_key
 from hrm_assets.defs.common.metadata import table
@@ -75,18 +77,28 @@ def build_eval_asset(spec: EvalSetSpec) -> dg.AssetsDefinition:
 
 def _cleaned_files(data_paths: DataPaths) -> tuple[dict[str, list[Path]], dict[str, Path]]:
     """Each source's cleaned files: in the adopted cleaned roots when there are some
-    (``HRM_ADOPT_CLEANED``), else in the cleaned root; in safe-name order. Also each file's
-    tokenized folder (whose sidecars spare reading it again)."""
+    (``HRM_ADOPT_CLEANED``, read through a Hub cache's links as adoption reads them), else in
+    the cleaned root; in safe-name order. Also each file's tokenized folder (whose sidecars
+    spare reading it again)."""
     from hrm_assets.common.layout import scan_cleaned_files
     from hrm_assets.tokenization.partitioning import files_by_source
 
-    roots = data_paths.adopted_cleaned_roots or [data_paths.cleaned_root]
-    missing = [str(root) for root in roots if not root.is_dir()]
+    adopted = data_paths.adopted_cleaned_roots
+    in_buckets = [str(root) for root in adopted if isinstance(root, ObjectRoot)]
+    if in_buckets:
+        raise ValueError(
+            f"eval/contamination reads cleaned files on this machine; the adopted roots "
+            f"{', '.join(in_buckets)} are in object storage: adopt a local copy (or a Hub "
+            "download) to check them"
+        )
+    roots = adopted or [data_paths.cleaned_root]
+    missing = [str(root) for root in roots if not Path(root).is_dir()]
     if missing:
         raise FileNotFoundError(
             f"cleaned root {', '.join(missing)} does not exist: materialize cleaned/* first"
         )
-    found = files_by_source(SOURCES.values(), scan_cleaned_files(roots))
+    items = scan_adopted(adopted).files if adopted else scan_cleaned_files(roots)
+    found = files_by_source(SOURCES.values(), items)
     files = {
         name: [item.path for item in sorted(items, key=lambda item: item.safe_name)]
         for name, items in found.items()
