@@ -16,8 +16,9 @@ In one process, interleaved ``repeats`` times (best run of each kept):
 - ``tokenize``: the Rust core's fast encoder (``_core.Encoder(engine="fast").tokenize_files``)
   on every file, ``threads`` threads, arrays written, no sidecars;
 - ``tokenize_scanned``: the same call with both passes inside its read, as the tokenized step
-  runs it (``hrm_assets.contamination.sidecar.scan_options``: the n-gram scan of instruction and
-  response against the index, n = 13, and every row's duplicate key, written as sidecars);
+  runs it (``hrm_assets.contamination.tokenization_index.scan_options``: the n-gram scan of
+  instruction and response against the index, n = 13, and every row's duplicate key, written as
+  sidecars);
 - ``report``: ``hrm_assets.contamination.scan.analyze`` over the tokenized folders' sidecars
   (what eval/contamination does after tokenization: hits read back, duplicate keys recorded
   source by source), the index built inside the timing;
@@ -88,10 +89,10 @@ def run_contamination_benchmark(
         write_cleaned_files,
     )
     from hrm_assets import _core
-    from hrm_assets.contamination import sidecar
+    from hrm_assets.contamination import tokenization_index as index_module
     from hrm_assets.contamination.evalsets import write_eval_set
     from hrm_assets.contamination.scan import DEFAULT_MIN_WORDS, DEFAULT_N, Scanner, analyze
-    from hrm_assets.contamination.sidecar import index_label, scan_options
+    from hrm_assets.contamination.sidecar import index_label
     from hrm_assets.contracts.framing import Framing
 
     log = log or (lambda message: None)
@@ -143,7 +144,7 @@ def run_contamination_benchmark(
         def tokenize_scanned() -> int:
             # The index is built once per process (timed apart below), as a tokenized run
             # builds it once for all its files.
-            return tokenize_with(scan_options(work))
+            return tokenize_with(index_module.scan_options(work))
 
         def report_from_sidecars():
             return analyze({"bench": files}, eval_sets, tokenized=folders, label=label)[0]
@@ -177,9 +178,9 @@ def run_contamination_benchmark(
             started = time.perf_counter()
             Scanner(eval_sets)
             index_seconds.append(time.perf_counter() - started)
-            sidecar._CACHED.clear()
+            index_module._CACHED.clear()
             started = time.perf_counter()
-            sidecar.tokenization_index(work / "eval")
+            index_module.tokenization_index(work / "eval")
             tokenization_index_seconds.append(time.perf_counter() - started)
         best = {name: min(values) for name, values in seconds.items()}
         best_cpu = {name: min(values) for name, values in cpu.items()}

@@ -19,6 +19,7 @@ from pathlib import Path
 from hrm_assets.common.atomic import atomic_write_text
 from hrm_assets.contamination.duplicates import DuplicateCounter, DuplicateReport
 from hrm_assets.contamination.evalsets import EvalSet
+from hrm_assets.contamination.sidecar import sidecar_for
 
 DEFAULT_N = 13
 DEFAULT_MIN_WORDS = 8
@@ -257,7 +258,6 @@ def analyze(
     whose sidecars (:mod:`.sidecar`) were written from the file as it is now gives its duplicate
     keys, and its hits when they were scanned against ``label`` (this index's
     :func:`.sidecar.index_label`), without reading the file again; other files are read here."""
-    from hrm_assets.contamination.sidecar import sidecar_for
 
     scanner = Scanner(eval_sets, n, min_words)
     duplicates = DuplicateCounter() if dedup else None

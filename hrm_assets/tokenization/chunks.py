@@ -149,9 +149,9 @@ def _tokenize_chunk(
             (str(item.path), str(out_root / item.safe_name), json.dumps(metadata))
             for _, item, metadata, _ in pending
         ]
-        # Contamination and duplicates in the same read (hrm_assets/contamination/sidecar.py).
+        # Contamination and duplicates in the same read (contamination/tokenization_index.py).
         from hrm_assets.common.settings import data_root
-        from hrm_assets.contamination.sidecar import scan_options
+        from hrm_assets.contamination.tokenization_index import scan_options
 
         written = setup.encoder().tokenize_files(
             jobs, num_threads=threads, progress=progress, **scan_options(data_root())
