@@ -11,8 +11,9 @@ Stages, each on generated data, each at three sizes (its scale curve):
   (``bench/sampling.py``);
 - ``cleaning``: streaming cleaning's peak memory against data_io's whole-list approach
   (``bench/cleaning_memory.py``);
-- ``cleaning_speed``: FLAN and SYNTH cleaned by ours, data_io's scripts restated and the
-  read-and-write bound: time, rows/s, MB/s, peak RSS (``bench/cleaning_speed.py``);
+- ``cleaning_speed``: FLAN, SYNTH, OpenMathInstruct-2, tasksource, dmmath and GSM8K (the
+  ``load_dataset`` shape) cleaned by ours, data_io's scripts restated and the read-and-write
+  bound: time, rows/s, MB/s, peak RSS (``bench/cleaning_speed.py``);
 - ``dagster``: a no-op incremental rebuild of 2,000 tokenized partitions and a sensor tick
   over 10,000 cleaned files (``bench/dagster_overhead.py``);
 - ``corpus_shape``: data_io's corpus shape (2,000+ cleaned files, heavy-tailed sizes) through
