@@ -30,6 +30,9 @@ from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.layout import CleanedFile, LayoutError, is_cleaned_name, is_temporary
 from hrm_assets.common.storage import ObjectInfo, ObjectRoot, ObjectStore, mirror_path, named_errors
 
+# Where the hashes of adopted objects are kept, under the data root.
+OBJECT_MEMO_FILE = Path(".hrm-build") / "adopted-object-hashes.json"
+
 READ_BYTES = 8 << 20  # one streaming read of an object
 
 

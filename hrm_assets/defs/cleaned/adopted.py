@@ -22,7 +22,7 @@ from hrm_assets.adoption.cleaned import (
     load_memo,
     save_memo,
 )
-from hrm_assets.adoption.objects import AdoptedObjects, adopt_objects
+from hrm_assets.adoption.objects import OBJECT_MEMO_FILE, AdoptedObjects, adopt_objects
 from hrm_assets.adoption.provenance import hub_files, keep_provenance
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
 from hrm_assets.common.settings import ADOPT_CLEANED_ENV
@@ -31,6 +31,7 @@ from hrm_assets.defs.cleaned.checks import rows_valid_result
 from hrm_assets.defs.common.keys import cleaned_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths, local_path
+from hrm_assets.defs.tokenizer.assets import adopted_tokenizer_record
 
 DATA_VERSION_TAG = "dagster/data_version"
 
@@ -42,7 +43,7 @@ def memo_path(data_paths: DataPaths) -> Path:
 
 def object_memo_path(data_paths: DataPaths) -> Path:
     """Where the adopted objects' hashes are kept, by (key, size, ETag, last modified)."""
-    return data_paths.root / ".hrm-build" / "adopted-object-hashes.json"
+    return data_paths.root / OBJECT_MEMO_FILE
 
 
 def adopted_object_roots(data_paths: DataPaths) -> list[ObjectRoot]:
@@ -237,7 +238,6 @@ class AdoptionPlan:
 def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> AdoptionPlan:
     """Read the adopted roots and compare them with what ``instance`` recorded."""
     from hrm_assets.defs.tokenized.partitions import partition_requests
-    from hrm_assets.defs.tokenizer.assets import adopted_tokenizer_record
 
     corpus = read_adopted(data_paths)
     events = changed_sources(instance, corpus)

@@ -6,26 +6,24 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from hrm_assets.adoption.objects import OBJECT_MEMO_FILE
+from hrm_assets.adoption.training import adopted_corpus
 from hrm_assets.cleaning.sources import SOURCES
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.common.hashing import file_sha256
-from hrm_assets.common.layout import is_cleaned_name, is_temporary
-from hrm_assets.common.object_mirror import mirror_tree, note_uploaded
-from hrm_assets.common.settings import TOKENIZER_JSON
-from hrm_assets.common.storage import ObjectRoot, ObjectStore
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.common.automation import on_missing_only
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.sampling.prefix_config import load_prefix_rules
+from hrm_assets.tokenizer.build import build_tokenizer_at
 from hrm_assets.tokenizer.train import (
     DEFAULT_VOCAB_SIZE,
     SPECIAL_TOKENS,
-    LocalCorpus,
     TokenizerOutcome,
     TokenizerOwnershipError,
     TrainingCorpus,
     adopted_tokenizer,
-    build_tokenizer,
-    record_path_of,
 )
 
 
@@ -45,32 +43,6 @@ class TokenizerConfig(dg.Config):
     )
 
 
-# The tokenizer folder's files: the tokenizer and the record of what it was trained on.
-TOKENIZER_FILES = (TOKENIZER_JSON, record_path_of(Path(TOKENIZER_JSON)).name)
-
-
-def is_cleaned_object(relative: str) -> bool:
-    return is_cleaned_name(relative.rsplit("/", 1)[-1]) and not is_temporary(relative)
-
-
-def upload_changed(store: ObjectStore, folder: Path, names: tuple[str, ...]) -> None:
-    """PUT each local file whose SHA-256 differs from its object's; delete the objects of
-    files that are gone (ours: they carry our SHA-256)."""
-    heads = store.head_many(names)
-    uploaded = []
-    for name in names:
-        path, known = folder / name, heads[name]
-        if path.is_file():
-            digest = file_sha256(path)
-            if known is None or known.sha256 != digest:
-                store.put_file(name, path, sha256=digest)
-                uploaded.append(name)
-        elif known is not None and known.sha256:
-            store.delete([name])
-    # The working copy holds these bytes already: no download of them next time.
-    note_uploaded(folder, store, uploaded)
-
-
 @dg.asset(
     key=TOKENIZER_KEY,
     group_name="tokenizer",
@@ -83,18 +55,10 @@ def upload_changed(store: ObjectStore, folder: Path, names: tuple[str, ...]) -> 
 def tokenizer(
     context: dg.AssetExecutionContext, config: TokenizerConfig, data_paths: DataPaths
 ) -> dg.MaterializeResult:
-    cleaned_location = data_paths.cleaned_location
-    tokenizer_location = data_paths.tokenizer_location
-    if isinstance(cleaned_location, ObjectRoot):
-        # Trained locally: the cleaned files come through the working copy (only objects whose
-        # ETag changed are downloaded).
-        mirror_tree(cleaned_location, select=is_cleaned_object)
-    if isinstance(tokenizer_location, ObjectRoot):
-        mirror_tree(tokenizer_location, select=lambda relative: relative in TOKENIZER_FILES)
     try:
-        outcome = build_tokenizer(
-            cleaned_root=data_paths.cleaned_root,
-            out_path=data_paths.tokenizer_json,
+        build = build_tokenizer_at(
+            DataRoot(data_paths.cleaned_location),
+            DataRoot(data_paths.tokenizer_location),
             rules=load_prefix_rules(Path(data_paths.prefix_config_path)),
             vocab_size=config.vocab_size,
             seed=config.seed,
@@ -105,30 +69,16 @@ def tokenizer(
         )
     except TokenizerOwnershipError as error:
         raise dg.Failure(description=str(error)) from None
-    path = str(outcome.path)
-    # An adopted tokenizer's object is the user's: nothing is uploaded over it.
-    if isinstance(tokenizer_location, ObjectRoot) and not outcome.adopted:
-        upload_changed(ObjectStore(tokenizer_location), data_paths.tokenizer_dir, TOKENIZER_FILES)
-        path = str(tokenizer_location.join(TOKENIZER_JSON))
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(outcome.sha256), metadata=tokenizer_metadata(outcome, path)
+        data_version=dg.DataVersion(build.outcome.sha256),
+        metadata=tokenizer_metadata(build.outcome, build.where),
     )
 
 
 def adopted_training_corpus(data_paths: DataPaths) -> TrainingCorpus | None:
-    """What a tokenizer trains on when cleaned roots are adopted: every cleaned file of the
-    roots (links to files followed, as in a Hub cache; objects of s3:// roots, read only to
-    train), never written. None: the cleaned root is ours."""
-    roots = data_paths.adopted_cleaned_roots
-    if not roots:
-        return None
-    if any(isinstance(root, ObjectRoot) for root in roots):
-        from hrm_assets.defs.cleaned.adopted import adopted_objects
-
-        return adopted_objects(data_paths).training_corpus()
-    from hrm_assets.adoption.cleaned import scan_adopted
-
-    return LocalCorpus(scan_adopted(roots).files)
+    """What a tokenizer trains on when cleaned roots are adopted (None: the cleaned root is
+    ours): :func:`hrm_assets.adoption.training.adopted_corpus`."""
+    return adopted_corpus(data_paths.adopted_cleaned_roots, data_paths.root / OBJECT_MEMO_FILE)
 
 
 def tokenizer_metadata(outcome: TokenizerOutcome, path: str) -> dict:
