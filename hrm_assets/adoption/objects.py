@@ -9,9 +9,11 @@ the same three for the same key reuses the hash instead of reading the data agai
 
 An object appears as a :class:`CleanedFile` at its place in the root's working-copy path (as
 ``tokenization.remote.RemoteCleaned`` shows its files: nothing is downloaded there), with its
-URL beside it (:class:`AdoptedObject`). :class:`AdoptedObjects` also answers what the remote
-tokenized step asks of a cleaned root (``partition_file``, ``heads``, ``url_of``), so the
-files are tokenized by the Rust core reading each object from the bucket.
+URL beside it (:class:`AdoptedObject`). :class:`AdoptedObjects` also answers what the
+tokenized step asks of cleaned objects (``partition_file``, ``heads``, ``url_of``,
+``storage_options``), so the files are tokenized by the Rust core reading each object from the
+bucket, into a tokenized root in object storage or on disk, and a folder is judged current
+from the kept hash (an unchanged object is not read).
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from pathlib import Path
 from hrm_assets.adoption.cleaned import AdoptedCorpus, Provenance, SourceFiles, by_source
 from hrm_assets.cleaning.sources import SourceSpec
 from hrm_assets.common.layout import CleanedFile, LayoutError, is_cleaned_name, is_temporary
-from hrm_assets.common.storage import ObjectInfo, ObjectRoot, ObjectStore, mirror_path, named_errors
+from hrm_assets.common.storage import (
+    ObjectInfo,
+    ObjectRoot,
+    ObjectStore,
+    mirror_path,
+    named_errors,
+    storage_options,
+)
 
 # Where the hashes of adopted objects are kept, under the data root.
 OBJECT_MEMO_FILE = Path(".hrm-build") / "adopted-object-hashes.json"
@@ -140,6 +149,10 @@ class AdoptedObjects:
 
     def url_of(self, item: CleanedFile) -> str:
         return str(self._root_of(item).join(item.relative))
+
+    def storage_options(self) -> dict[str, str]:
+        """What the Rust core needs to read the objects where they are."""
+        return storage_options(self.roots[0])
 
     def info_of(self, item: CleanedFile) -> ObjectInfo:
         """The object's listing (size, ETag, last modified)."""

@@ -23,6 +23,7 @@ from hrm_assets.common.settings import TOKENIZER_INFO_FILE, TOKENIZER_JSON
 from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.contracts.framing import Framing
 from hrm_assets.tokenization.chunks import tokenize_files
+from hrm_assets.tokenization.objects_to_disk import CleanedObjects, tokenize_objects
 from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome
 from hrm_assets.tokenization.output_folders import remove_owned_output
 from hrm_assets.tokenization.partitioning import partition_file
@@ -65,7 +66,7 @@ def cleaned_files_for(
     spec: SourceSpec,
     cleaned_root: Path,
     partitions: Sequence[str],
-    remote: RemoteCleaned | None = None,
+    remote: RemoteCleaned | CleanedObjects | None = None,
 ) -> tuple[list[CleanedFile], list[TokenizeFailure]]:
     """The cleaned file of each partition, and a failure naming each partition whose file is
     missing or ambiguous (two paths mapping to its folder). With ``remote``, looked up in its
@@ -181,6 +182,28 @@ def build_in_object_storage(
         vocab_size=vocab_size,
         tokenized_root=DataRoot(out.root).local,
         remote=out.root,
+    )
+
+
+def build_on_disk_from_objects(
+    spec: SourceSpec,
+    partitions: Sequence[str],
+    cleaned: CleanedObjects,
+    tokenized_root: Path,
+    setup: TokenizerSetup,
+    threads: int | None,
+) -> TokenizedBuild:
+    """Tokenize the partitions' cleaned objects (adopted ``s3://`` roots, read where they are)
+    into a tokenized root on disk, skipping folders current for the objects' content hashes."""
+    files, failures = cleaned_files_for(spec, cleaned.local, partitions, cleaned)
+    write_tokenizer_info(tokenized_root, setup)
+    options = cleaned.storage_options() if files else {}
+    return TokenizedBuild(
+        files,
+        failures,
+        tokenize_objects(files, cleaned, tokenized_root, setup, options, threads=threads),
+        vocab_size=recorded_vocab_size(tokenized_root),
+        tokenized_root=tokenized_root,
     )
 
 

@@ -160,26 +160,8 @@ def test_an_s3_corpus_is_adopted_in_place_and_tokenized_by_automation(
     assert objects_state(corpus) == users
 
 
-def test_s3_roots_with_a_tokenized_root_on_disk_are_one_line(s3_bucket, tmp_path):
-    from hrm_assets.defs.cleaned.adopted import adopted_remote_roots
-    from hrm_assets.defs.common.resources import DataPaths
-
-    paths = DataPaths(
-        data_root=str(tmp_path / "ours"),
-        adopted_cleaned=f"s3://{s3_bucket}/corpus/data",
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-    )
-    with pytest.raises(
-        ValueError, match="the tokenized root .* is on disk: set HRM_TOKENIZED_ROOT"
-    ):
-        adopted_remote_roots(paths)
-    # The sensor's tick and the adoption command say it before any run fails on it.
-    warnings = plan_adoption(dg.DagsterInstance.ephemeral(), paths).warnings()
-    assert any("is on disk: set HRM_TOKENIZED_ROOT" in line for line in warnings)
-
-
 def test_adopted_folders_with_a_tokenized_root_in_a_bucket_are_one_line(tmp_path):
-    from hrm_assets.defs.cleaned.adopted import adopted_remote_roots
+    from hrm_assets.defs.cleaned.adopted import adopted_objects_to_tokenize
     from hrm_assets.defs.common.resources import DataPaths
 
     (tmp_path / "data").mkdir()
@@ -190,7 +172,10 @@ def test_adopted_folders_with_a_tokenized_root_in_a_bucket_are_one_line(tmp_path
         prefix_config_path=str(tmp_path / "prefix_config.yaml"),
     )
     with pytest.raises(ValueError, match="names folders, but the tokenized root s3://bucket/"):
-        adopted_remote_roots(paths)
+        adopted_objects_to_tokenize(paths)
+    # The sensor's tick and the adoption command say it before any run fails on it.
+    warnings = plan_adoption(dg.DagsterInstance.ephemeral(), paths).warnings()
+    assert any("names folders, but the tokenized root s3://bucket/" in w for w in warnings)
 
 
 def test_folders_and_s3_roots_together_are_refused():

@@ -83,32 +83,21 @@ def adopted_objects(data_paths: DataPaths) -> AdoptedObjects:
     return AdoptedObjects(adopted_object_roots(data_paths), object_memo_path(data_paths))
 
 
-def adopted_remote_roots(data_paths: DataPaths, check_only: bool = False):
-    """(the adopted object roots, the remote tokenized root) for the tokenized step, or None
-    when the adopted roots are not in object storage (or with ``check_only``, once the roots
-    are found usable). Their files are tokenized by the Rust core reading each object in
-    place, into a tokenized root in object storage; one on disk raises ``ValueError``, and so
-    does one in object storage for adopted folders."""
+def adopted_objects_to_tokenize(data_paths: DataPaths) -> AdoptedObjects | None:
+    """The adopted object roots, listed now, for the tokenized step (the Rust core reads each
+    object where it is, into a tokenized root on disk or in object storage), or None when the
+    adopted roots are folders or there are none. Adopted folders with a tokenized root in
+    object storage raise ``ValueError`` (one line)."""
+    if adopted_object_roots(data_paths):
+        return adopted_objects(data_paths)
     tokenized = data_paths.tokenized_location
-    if not adopted_object_roots(data_paths):
-        if data_paths.adopted_cleaned_roots and isinstance(tokenized, ObjectRoot):
-            raise ValueError(
-                f"{ADOPT_CLEANED_ENV} names folders, but the tokenized root {tokenized} is in "
-                "object storage: tokenize adopted folders into a folder (HRM_TOKENIZED_ROOT), "
-                "or adopt the corpus from s3:// roots"
-            )
-        return None
-    from hrm_assets.tokenization.remote import RemoteTokenized
-
-    if not isinstance(tokenized, ObjectRoot):
+    if data_paths.adopted_cleaned_roots and isinstance(tokenized, ObjectRoot):
         raise ValueError(
-            f"{ADOPT_CLEANED_ENV} names s3:// roots, but the tokenized root {tokenized} is on "
-            "disk: set HRM_TOKENIZED_ROOT (or HRM_DATA_ROOT) to an s3:// root, where the "
-            "objects are tokenized without being copied here"
+            f"{ADOPT_CLEANED_ENV} names folders, but the tokenized root {tokenized} is in "
+            "object storage: tokenize adopted folders into a folder (HRM_TOKENIZED_ROOT), "
+            "or adopt the corpus from s3:// roots"
         )
-    if check_only:
-        return None
-    return adopted_objects(data_paths), RemoteTokenized(tokenized)
+    return None
 
 
 def adopted_metadata(source: SourceFiles, corpus: AdoptedCorpus) -> dict:
@@ -250,8 +239,9 @@ def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> Adopti
         for name, spec in SOURCES.items()
     }
     problems = []
-    try:
-        adopted_remote_roots(data_paths, check_only=True)
-    except ValueError as error:
-        problems.append(str(error))
+    if not adopted_object_roots(data_paths):
+        try:
+            adopted_objects_to_tokenize(data_paths)
+        except ValueError as error:
+            problems.append(str(error))
     return AdoptionPlan(corpus=corpus, events=events, partitions=partitions, problems=problems)

@@ -14,16 +14,17 @@ from hrm_assets.common.settings import TOKENIZER_INFO_FILE
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.records import recorded_data_versions
 from hrm_assets.tokenization.build import (
-    ObjectRoots,
     TokenizedBuild,
     build_in_object_storage,
     build_on_disk,
+    build_on_disk_from_objects,
     cleaned_files_for,
     object_roots,
     tokenizer_setup,
 )
 from hrm_assets.tokenization.outcomes import TokenizeFailure
 from hrm_assets.tokenization.output_folders import check_roots_apart
+from hrm_assets.tokenization.remote import RemoteTokenized
 from hrm_assets.tokenization.tokenizer_setup import TokenizerSetup
 from hrm_assets.tokenization.versions import expected_data_version
 
@@ -37,10 +38,21 @@ def start_build(
     threads: int | None,
 ) -> TokenizedBuild:
     """The tokenized build of ``partitions``, on disk or in object storage as the roots are."""
-    remote = remote_roots(data_paths)
+    from hrm_assets.defs.cleaned.adopted import adopted_objects_to_tokenize
+
     setup = tokenizer_setup(DataRoot(data_paths.tokenizer_location))  # hashed once
-    if remote is not None:
+    tokenized = DataRoot(data_paths.tokenized_location)
+    objects = adopted_objects_to_tokenize(data_paths)
+    if objects is not None and tokenized.remote is not None:
+        remote = (objects, RemoteTokenized(tokenized.remote))
         return build_in_object_storage(spec, partitions, remote, setup, threads)
+    if objects is not None:
+        return build_on_disk_from_objects(
+            spec, partitions, objects, tokenized.local, setup, threads
+        )
+    remote_roots = object_roots(DataRoot(data_paths.cleaned_location), tokenized)
+    if remote_roots is not None:
+        return build_in_object_storage(spec, partitions, remote_roots, setup, threads)
     tokenized_root = data_paths.tokenized_root
     adopted = data_paths.adopted_cleaned_roots
     if adopted:
@@ -58,19 +70,6 @@ def start_build(
         threads,
         write_info=not keeps_adopted_info(tokenized_root, setup),
         kept=kept,
-    )
-
-
-def remote_roots(data_paths: DataPaths) -> ObjectRoots | None:
-    """The cleaned and tokenized roots in object storage (adopted ``s3://`` cleaned roots are
-    read in place), or None when both are on disk."""
-    from hrm_assets.defs.cleaned.adopted import adopted_remote_roots
-
-    adopted = adopted_remote_roots(data_paths)
-    if adopted is not None:
-        return adopted
-    return object_roots(
-        DataRoot(data_paths.cleaned_location), DataRoot(data_paths.tokenized_location)
     )
 
 

@@ -1,0 +1,178 @@
+"""Cleaned objects in object storage tokenized into folders on disk (an ``s3://`` corpus adopted
+on a machine whose tokenized root is a local folder).
+
+The Rust core reads each object from the bucket (nothing is copied, nothing written there) and
+writes the folder as ``chunks.tokenize_files`` does for a file on disk: the same arrays,
+manifest, marker and sidecars, under the folder's lock. Whether a folder is current is decided
+from the object's content hash as its cleaned root reports it (``heads``; for adopted objects
+the hash kept by key, size, ETag and last modified), so an unchanged object is not read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from hrm_assets.cleaning.sources import SourceSpec
+from hrm_assets.common.atomic import (
+    atomic_write_text,
+    exclusive_lock,
+    lock_path_for,
+    remove_leftovers,
+    remove_leftovers_of_many,
+)
+from hrm_assets.common.layout import CleanedFile
+from hrm_assets.common.storage import ObjectInfo
+from hrm_assets.tokenization.chunks import CHUNK_FILES
+from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome, reused_outcome
+from hrm_assets.tokenization.output_folders import is_owned, refuse_foreign
+from hrm_assets.tokenization.tokenizer_setup import TokenizerSetup
+from hrm_assets.tokenization.versions import (
+    METADATA_FILE,
+    expected_metadata,
+    refreshed_metadata_text,
+    reusable_metadata,
+)
+
+
+class CleanedObjects(Protocol):
+    """What is asked of cleaned objects (``adoption.objects.AdoptedObjects``)."""
+
+    local: Path  # where their files appear (nothing downloaded there)
+
+    @property
+    def root(self) -> object:
+        """Where they are, for messages."""
+        ...
+
+    def partition_file(self, spec: SourceSpec, name: str) -> CleanedFile | None:
+        """The object of tokenized partition ``name`` of ``spec`` (None when it is gone)."""
+        ...
+
+    def storage_options(self) -> dict[str, str]:
+        """What the Rust core needs to reach their bucket."""
+        ...
+
+    def heads(self, files: Sequence[CleanedFile]) -> dict[str, ObjectInfo]:
+        """Each file's object by relative path, with its content SHA-256."""
+        ...
+
+    def url_of(self, item: CleanedFile) -> str:
+        """The URL the Rust core reads the object from."""
+        ...
+
+
+def tokenize_objects(
+    files: Sequence[CleanedFile],
+    cleaned: CleanedObjects,
+    out_root: Path,
+    setup: TokenizerSetup,
+    storage: Mapping[str, str],
+    threads: int | None = None,
+) -> Iterator[TokenizeOutcome | TokenizeFailure]:
+    """Tokenize cleaned objects into ``out_root/<safe name>/``, skipping current folders:
+    one outcome or failure per file, chunk by chunk in name order. ``storage`` is what the
+    Rust core needs to reach the bucket (``common.storage.storage_options``)."""
+    setup.encoder()
+    out_root = Path(out_root)
+    out_root.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(files, key=lambda item: item.safe_name)
+    for start in range(0, len(ordered), CHUNK_FILES):
+        chunk = ordered[start : start + CHUNK_FILES]
+        try:
+            heads = cleaned.heads(chunk)
+        except OSError as error:
+            yield from (TokenizeFailure(item.safe_name, error) for item in chunk)
+            continue
+        yield from _tokenize_chunk(chunk, heads, cleaned, out_root, setup, storage, threads)
+
+
+def _tokenize_chunk(
+    chunk: Sequence[CleanedFile],
+    heads: Mapping[str, ObjectInfo],
+    cleaned: CleanedObjects,
+    out_root: Path,
+    setup: TokenizerSetup,
+    storage: Mapping[str, str],
+    threads: int | None,
+) -> list[TokenizeOutcome | TokenizeFailure]:
+    folders = [out_root / item.safe_name for item in chunk]
+    with contextlib.ExitStack() as locks:
+        for folder in folders:
+            locks.enter_context(exclusive_lock(lock_path_for(folder)))
+        # Whoever wrote these leftovers held these locks, so they are dead.
+        remove_leftovers_of_many(folders)
+        for folder in folders:
+            if is_owned(folder):
+                remove_leftovers(folder / METADATA_FILE)
+        results: list[TokenizeOutcome | TokenizeFailure | None] = []
+        pending: list[tuple[int, CleanedFile, dict]] = []
+        for item, folder in zip(chunk, folders, strict=True):
+            try:
+                decided = _reuse_or_plan(item, heads[item.relative], folder, setup)
+            except (ValueError, OSError) as error:
+                decided = TokenizeFailure(item.safe_name, error)
+            if isinstance(decided, dict):
+                pending.append((len(results), item, decided))
+                results.append(None)
+            else:
+                results.append(decided)
+        jobs = [
+            (cleaned.url_of(item), str(out_root / item.safe_name), json.dumps(metadata))
+            for _, item, metadata in pending
+        ]
+        written = _encode(jobs, setup, storage, threads) if jobs else []
+        for (index, item, metadata), result in zip(pending, written, strict=True):
+            if isinstance(result, Exception):
+                results[index] = TokenizeFailure(item.safe_name, result)
+                continue
+            results[index] = TokenizeOutcome(
+                safe_name=item.safe_name,
+                skipped=False,
+                rows=result["rows"],
+                tokens=result["tokens"],
+                bytes=metadata["source_size"],
+                data_version=metadata["data_version"],
+                output_dir=out_root / item.safe_name,
+                text_bytes=result["text_bytes"],
+                nulls=result["nulls"],
+            )
+    return [result for result in results if result is not None]
+
+
+def _encode(
+    jobs: list[tuple[str, str, str]],
+    setup: TokenizerSetup,
+    storage: Mapping[str, str],
+    threads: int | None,
+) -> list:
+    # Contamination and duplicates in the same read, as for files on disk (chunks.py).
+    from hrm_assets.common.settings import data_root
+    from hrm_assets.contamination.tokenization_index import scan_options
+
+    return setup.encoder().tokenize_files(
+        jobs, num_threads=threads, storage_options=dict(storage), **scan_options(data_root())
+    )
+
+
+def _reuse_or_plan(
+    cleaned: CleanedFile, info: ObjectInfo, folder: Path, setup: TokenizerSetup
+) -> TokenizeOutcome | dict:
+    """The outcome of reusing ``folder`` if it is current, else the metadata to write it with.
+    Call with the folder's lock held."""
+    refuse_foreign(folder)
+    if info.sha256 is None:
+        raise ValueError(f"{cleaned.relative}: the cleaned object's content hash is unknown")
+    metadata = expected_metadata(
+        cleaned.relative, info.size, info.last_modified, info.sha256, setup
+    )
+    current = reusable_metadata(folder, metadata)
+    if current is None:
+        return metadata
+    refreshed = refreshed_metadata_text(current, metadata)
+    if refreshed is not None:
+        atomic_write_text(folder / METADATA_FILE, refreshed)
+    return reused_outcome(cleaned.safe_name, current, metadata, folder)
