@@ -32,6 +32,7 @@ from hrm_assets.common.layout import (
     is_cleaned_name,
     is_temporary,
 )
+from hrm_assets.common.storage import ObjectInfo
 from hrm_assets.tokenization.partitioning import files_by_source
 
 # datasets--<org>--<name>/snapshots/<40-hex revision>: where huggingface_hub keeps a download.
@@ -231,3 +232,41 @@ def file_records(source: SourceFiles) -> list[dict[str, object]]:
         {"file": where(item), "relative": relative, "bytes": size, "sha256": digest}
         for item, (relative, size, digest) in zip(source.files, source.entries, strict=True)
     ]
+
+
+class AdoptedFolders:
+    """Adopted folders as the tokenized step of a tokenized root in object storage asks for
+    its cleaned files (``partition_file``, ``heads``, ``url_of``): the Rust core reads each
+    file from disk (through a Hub cache's links) and publishes its folder in the bucket. The
+    content hashes come from ``memo_file`` (:class:`HashMemo`): an unchanged file is not read
+    to decide that its folder is current."""
+
+    def __init__(self, roots: Sequence[Path], memo_file: Path):
+        self.roots = [Path(root) for root in roots]
+        self.memo_file = memo_file
+        self.memo = load_memo(memo_file)
+        self.by_name = {item.safe_name: item for item in scan_adopted(self.roots).files}
+        self.local = self.roots[0]
+
+    @property
+    def root(self) -> str:
+        """The roots, for messages."""
+        return ", ".join(str(root) for root in self.roots)
+
+    def partition_file(self, spec: SourceSpec, name: str) -> CleanedFile | None:
+        """The file of tokenized partition ``name`` of ``spec`` (None when it is gone)."""
+        item = self.by_name.get(name)
+        return item if item is not None and spec.writes(item.relative) else None
+
+    def url_of(self, item: CleanedFile) -> str:
+        return str(item.path)
+
+    def heads(self, files: Sequence[CleanedFile]) -> dict[str, ObjectInfo]:
+        """Each file as an object would show it: size, modification time, content SHA-256."""
+        found = {}
+        for item in files:
+            size, digest = self.memo.sha256(item.path)
+            modified = item.path.stat().st_mtime
+            found[item.relative] = ObjectInfo(item.relative, size, "", modified, digest)
+        save_memo(self.memo_file, self.memo, self.by_name.values())
+        return found

@@ -3,7 +3,9 @@
 SHA-256 of ours on the objects). The cleaned assets are recorded with content hashes of the
 objects' bytes, a partition appears per object, automation tokenizes them into a tokenized root
 in the bucket (the Rust core reads each object where it is), an object added later tokenizes
-alone, and the adopted objects are never written. Run on the local S3 server."""
+alone, and the adopted objects are never written; adopted folders are tokenized into a
+bucket likewise. Run on the local S3 server (a tokenized root on disk for an s3:// corpus:
+test_adopt_s3_local_tokenized.py)."""
 
 from __future__ import annotations
 
@@ -160,22 +162,72 @@ def test_an_s3_corpus_is_adopted_in_place_and_tokenized_by_automation(
     assert objects_state(corpus) == users
 
 
-def test_adopted_folders_with_a_tokenized_root_in_a_bucket_are_one_line(tmp_path):
-    from hrm_assets.defs.cleaned.adopted import adopted_objects_to_tokenize
-    from hrm_assets.defs.common.resources import DataPaths
+def test_adopted_folders_are_tokenized_by_automation_into_a_bucket(
+    s3_bucket, tmp_path, real_raw, small_tokenizer_path, monkeypatch
+):
+    """Adopted folders with a tokenized root in object storage: the Rust core reads each file
+    from disk and publishes its folder in the bucket, with the bytes tokenizing it on disk
+    gives (less the sidecars, which only local folders get); a file added later is the only
+    one tokenized, and the adopted files are never written."""
+    from support.adopted_platform import tree_state
 
-    (tmp_path / "data").mkdir()
-    paths = DataPaths(
-        data_root=str(tmp_path / "ours"),
-        adopted_cleaned=str(tmp_path / "data"),
-        tokenized_at="s3://bucket/tokenized",
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+    from hrm_assets.common.layout import CleanedFile
+    from hrm_assets.tokenization.chunks import tokenize_files
+
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    layout = tmp_path / "download"
+    roots = write_data_io_layout(layout, real_raw)
+    (layout / "data" / "mystery_corpus.jsonl").unlink()
+    users = tree_state(layout)
+    tokenizer_dir = tmp_path / "bpe"
+    tokenizer_dir.mkdir()
+    (tokenizer_dir / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    tokenized_url = f"s3://{s3_bucket}/tokenized"
+    platform = Platform(tmp_path, roots, tokenizer_dir, tokenized_at=tokenized_url)
+    assert plan_adoption(platform.instance, platform.paths).warnings() == []
+
+    platform.sensor_tick()
+    assert platform.automation_tick() == {
+        tokenized_key("flan"): FLAN_KEYS,
+        tokenized_key("gsm8k_train"): ["gsm8k_train.jsonl"],
+        tokenized_key("math_train"): ["math_train.jsonl"],
+    }
+    out = ObjectStore(ObjectRoot.parse(tokenized_url))
+    folders = folders_state(out)
+    names = sorted([*FLAN_KEYS, "gsm8k_train.jsonl", "math_train.jsonl"])
+    assert sorted(folders) == names
+
+    def same_as_on_disk(name: str) -> None:
+        files = [
+            CleanedFile(path=path, root=root)
+            for root in roots
+            for path in sorted(root.rglob("*"))
+            if path.is_file() and CleanedFile(path=path, root=root).safe_name == name
+        ]
+        (outcome,) = tokenize_files(files, tmp_path / "on-disk", tokenizer_dir / "tokenizer.json")
+        for file in ["manifest.json", "tokens.npy", "inst_start.npy", "resp_len.npy"]:
+            expected = (outcome.output_dir / file).read_bytes()
+            assert out.get_bytes(f"{name}/{file}") == expected, f"{name}/{file}"
+
+    for name in names:
+        same_as_on_disk(name)
+    platform.sensor_tick()
+    assert platform.automation_tick() == {}, "nothing changed: nothing requested"
+    assert folders_state(out) == folders
+
+    added = "cot_fsopt_data__task7.parquet"
+    write_flan_file(
+        layout / "data_clustered" / "flan" / added,
+        [{"condition": "cot", "instruction": "2 + 2?", "response": "4"}] * 3,
     )
-    with pytest.raises(ValueError, match="names folders, but the tokenized root s3://bucket/"):
-        adopted_objects_to_tokenize(paths)
-    # The sensor's tick and the adoption command say it before any run fails on it.
-    warnings = plan_adoption(dg.DagsterInstance.ephemeral(), paths).warnings()
-    assert any("names folders, but the tokenized root s3://bucket/" in w for w in warnings)
+    users = tree_state(layout)
+    platform.sensor_tick()
+    assert platform.automation_tick() == {tokenized_key("flan"): [*FLAN_KEYS, f"flan__{added}"]}
+    after = folders_state(out)
+    assert {name: after[name] for name in folders} == folders, "the other folders are kept"
+    assert sorted(set(after) - set(folders)) == [f"flan__{added}"]
+    same_as_on_disk(f"flan__{added}")
+    assert tree_state(layout) == users
 
 
 def test_folders_and_s3_roots_together_are_refused():

@@ -9,13 +9,14 @@ in this mode records the same, with its ``rows_valid`` check, instead of cleanin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 
 from hrm_assets.adoption.cleaned import (
     AdoptedCorpus,
+    AdoptedFolders,
     SourceFiles,
     adopt_cleaned,
     file_records,
@@ -25,7 +26,6 @@ from hrm_assets.adoption.cleaned import (
 from hrm_assets.adoption.objects import OBJECT_MEMO_FILE, AdoptedObjects, adopt_objects
 from hrm_assets.adoption.provenance import hub_files, keep_provenance
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
-from hrm_assets.common.settings import ADOPT_CLEANED_ENV
 from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.defs.cleaned.checks import rows_valid_result
 from hrm_assets.defs.common.keys import cleaned_key
@@ -86,18 +86,20 @@ def adopted_objects(data_paths: DataPaths) -> AdoptedObjects:
 def adopted_objects_to_tokenize(data_paths: DataPaths) -> AdoptedObjects | None:
     """The adopted object roots, listed now, for the tokenized step (the Rust core reads each
     object where it is, into a tokenized root on disk or in object storage), or None when the
-    adopted roots are folders or there are none. Adopted folders with a tokenized root in
-    object storage raise ``ValueError`` (one line)."""
-    if adopted_object_roots(data_paths):
-        return adopted_objects(data_paths)
-    tokenized = data_paths.tokenized_location
-    if data_paths.adopted_cleaned_roots and isinstance(tokenized, ObjectRoot):
-        raise ValueError(
-            f"{ADOPT_CLEANED_ENV} names folders, but the tokenized root {tokenized} is in "
-            "object storage: tokenize adopted folders into a folder (HRM_TOKENIZED_ROOT), "
-            "or adopt the corpus from s3:// roots"
-        )
-    return None
+    adopted roots are folders or there are none."""
+    return adopted_objects(data_paths) if adopted_object_roots(data_paths) else None
+
+
+def adopted_folders_for_bucket(data_paths: DataPaths) -> AdoptedFolders | None:
+    """The adopted folders, for a tokenized root in object storage (the Rust core reads each
+    file from disk and publishes its folder in the bucket), or None: no adopted folders, or a
+    tokenized root on disk (where the step on disk tokenizes them)."""
+    roots = data_paths.adopted_cleaned_roots
+    if not roots or adopted_object_roots(data_paths):
+        return None
+    if not isinstance(data_paths.tokenized_location, ObjectRoot):
+        return None
+    return AdoptedFolders(roots, memo_path(data_paths))
 
 
 def adopted_metadata(source: SourceFiles, corpus: AdoptedCorpus) -> dict:
@@ -194,7 +196,6 @@ class AdoptionPlan:
     corpus: AdoptedCorpus
     events: list[dg.AssetMaterialization]
     partitions: dict[str, tuple[list[str], list[str]]]
-    problems: list[str] = field(default_factory=list)  # what keeps the files from tokenizing
 
     def summary(self) -> str:
         changes = [
@@ -210,7 +211,7 @@ class AdoptionPlan:
         )
 
     def warnings(self) -> list[str]:
-        found = list(self.problems)
+        found = []
         unknown = self.corpus.unknown_warning()
         if unknown:
             found.append(unknown)
@@ -238,10 +239,4 @@ def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> Adopti
         name: partition_requests(instance, spec, root, corpus.sources[name].files)
         for name, spec in SOURCES.items()
     }
-    problems = []
-    if not adopted_object_roots(data_paths):
-        try:
-            adopted_objects_to_tokenize(data_paths)
-        except ValueError as error:
-            problems.append(str(error))
-    return AdoptionPlan(corpus=corpus, events=events, partitions=partitions, problems=problems)
+    return AdoptionPlan(corpus=corpus, events=events, partitions=partitions)

@@ -38,13 +38,17 @@ def start_build(
     threads: int | None,
 ) -> TokenizedBuild:
     """The tokenized build of ``partitions``, on disk or in object storage as the roots are."""
-    from hrm_assets.defs.cleaned.adopted import adopted_objects_to_tokenize
+    from hrm_assets.defs.cleaned.adopted import (
+        adopted_folders_for_bucket,
+        adopted_objects_to_tokenize,
+    )
 
     setup = tokenizer_setup(DataRoot(data_paths.tokenizer_location))  # hashed once
     tokenized = DataRoot(data_paths.tokenized_location)
     objects = adopted_objects_to_tokenize(data_paths)
-    if objects is not None and tokenized.remote is not None:
-        remote = (objects, RemoteTokenized(tokenized.remote))
+    adopted = objects if objects is not None else adopted_folders_for_bucket(data_paths)
+    if adopted is not None and tokenized.remote is not None:
+        remote = (adopted, RemoteTokenized(tokenized.remote))
         return build_in_object_storage(spec, partitions, remote, setup, threads)
     if objects is not None:
         return build_on_disk_from_objects(
