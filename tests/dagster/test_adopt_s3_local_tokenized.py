@@ -60,6 +60,23 @@ def tokenized_from_disk(roots: list[Path], out: Path, tokenizer_json: Path) -> P
     return out
 
 
+def tokenized_checks(instance: dg.DagsterInstance) -> dict[tuple[str, str], bool]:
+    """Whether each check of each tokenized partition passed, as last evaluated."""
+    found = {}
+    evaluated = dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    runs = [run.dagster_run.run_id for run in reversed(instance.get_run_records())]
+    records = [
+        record
+        for run_id in runs
+        for record in instance.get_records_for_run(run_id, of_type=evaluated).records
+    ]
+    for record in records:
+        evaluation = record.event_log_entry.dagster_event.event_specific_data
+        if evaluation.asset_key.path[0] == "tokenized":
+            found[(evaluation.partition, evaluation.check_name)] = evaluation.passed
+    return found
+
+
 def data_reads(requests: list[tuple[str, str]], bucket: str) -> set[str]:
     """The objects of the adopted corpus whose data was read (listings excluded)."""
     paths = {urllib.parse.urlsplit(path).path for method, path in requests if method == "GET"}
@@ -110,6 +127,9 @@ def test_an_s3_corpus_is_tokenized_by_automation_into_a_root_on_disk(
     for name in names:
         same_as_from_disk(tokenized_root / name, reference / name)
     assert (tokenized_root / "tokenizer_info.json").is_file()
+    checks = tokenized_checks(instance)
+    assert {partition for partition, _ in checks} == set(names)
+    assert all(checks.values()), checks
     first_pass = len(hashed)
     assert first_pass == 4, "the objects were hashed by the sensor, not again to tokenize"
 
@@ -147,6 +167,7 @@ def test_an_s3_corpus_is_tokenized_by_automation_into_a_root_on_disk(
         [layout / "data_clustered"], tmp_path / "from-disk-2", tokenizer_dir / "tokenizer.json"
     )
     same_as_from_disk(tokenized_root / f"flan__{added}", reference / f"flan__{added}")
+    assert all(tokenized_checks(instance).values())
 
     # The adopted objects were never written, nor copied into the project's roots.
     assert objects_state(corpus) == users
