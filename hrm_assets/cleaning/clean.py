@@ -169,7 +169,7 @@ def _clean_into(
                 if progress is not None:
                     progress(len(batch))
     for relative in list(report.files):
-        if relative in outputs.writers:
+        if outputs.has_file(relative):
             report.files[relative].bytes = (Path(out_root) / relative).stat().st_size
         else:  # a routed output whose rows were all skipped: no file, as data_io writes none
             del report.files[relative]

@@ -118,6 +118,38 @@ def _pieces(column: pa.ChunkedArray, bounds: Sequence[int]) -> pa.ChunkedArray:
     return pa.chunked_array(pieces, type=column.type)
 
 
+def fits_one_write(rows: int, text_bytes: int, row_group_rows: int | None = None) -> bool:
+    """Whether rows with ``text_bytes`` of text (the three fields' UTF-8 bytes) make one row
+    group of single-chunk columns in data_io's write: then writing them as one table whose
+    columns are single chunks gives its bytes, with none of :class:`ParquetRowWriter`'s
+    piece cutting (a column holds at most all the text, so none starts a second chunk)."""
+    if row_group_rows is None:
+        row_group_rows = pyarrow_row_group_rows()
+    return 0 < rows <= row_group_rows and text_bytes <= CHUNK_TEXT_LIMIT
+
+
+def write_one_row_group(handle, table: pa.Table, schema: pa.Schema) -> None:
+    """Write ``table`` (string columns named as ``schema``'s, each one chunk; see
+    :func:`fits_one_write`) to the open binary ``handle`` as data_io's ``write_table`` would
+    (the encoded file is held in memory: a file of one row group, about its text or less)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = []
+    for name in schema.names:
+        column = table.column(name)
+        if column.num_chunks != 1:
+            raise ValueError(f"column {name!r} has {column.num_chunks} chunks, not one")
+        chunk = column.chunk(0)
+        columns.append(chunk if chunk.type == pa.string() else chunk.cast(pa.string()))
+    # Encoded in memory, then one write: pyarrow writing to a Python file object calls its
+    # write() for every page and header, under the GIL (about a millisecond per small file).
+    encoded = pa.BufferOutputStream()
+    with pq.ParquetWriter(encoded, schema) as writer:
+        writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+    handle.write(encoded.getvalue())
+
+
 class BufferBudget:
     """Text buffered by all the Parquet writers of one run, in characters (about bytes).
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hrm_assets.cleaning.cleaned_parquet import BufferBudget
+from hrm_assets.cleaning.cleaned_parquet import BufferBudget, fits_one_write
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import PREVIEW_CHARS, PREVIEW_ROWS
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -126,13 +126,23 @@ class OutputUnit:
     def finish(self, threads: int = 1) -> None:
         """Write every stored output and finish every file of the unit, ``threads`` files at
         a time (the bytes of a file never depend on the others) within the write gate."""
+        import pyarrow as pa
+
         # The rows are in the store already: their writer buffers them up to a row group
         # instead of spilling them a second time.
         unbounded = BufferBudget(1 << 62)
 
         def write(item: tuple[str, list[tuple[object, int]]]) -> None:
             relative, pieces = item
-            with self.gate.hold(self.direct.get(relative, 0) + sum(p[1] for p in pieces)):
+            text = self.direct.get(relative, 0) + sum(p[1] for p in pieces)
+            with self.gate.hold(text):
+                rows = sum(BatchStore.row_count(key) for key, _ in pieces)
+                if self._whole_file(relative, rows, text):
+                    # Most task files: one table, one call, no streaming writer.
+                    tables = [self.store.rows(key) for key, _ in pieces]
+                    table = pa.concat_tables(tables).combine_chunks()
+                    self.outputs.write_whole(relative, table)
+                    return
                 writer = self.outputs.writer(relative, unbounded)
                 for key, text in pieces:
                     writer.write_batch(self.store.rows(key), text)
@@ -146,6 +156,16 @@ class OutputUnit:
             return
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="clean-write") as pool:
             list(pool.map(write, items))
+
+    def _whole_file(self, relative: str, rows: int, text: int) -> bool:
+        """Whether ``relative`` is written in one call: a Parquet file that no writer holds
+        rows of yet (a static output's writer is opened, empty, before any row)."""
+        return (
+            self.outputs.fmt == "parquet"
+            and relative not in self.direct
+            and not self.outputs.has_file(relative)
+            and fits_one_write(rows, text)
+        )
 
 
 def _account(file_report, rows: pa.Table) -> None:
@@ -224,6 +244,11 @@ class BatchStore:
             self._stream.write_batch(batch.slice(batch_start, count))
             keys.append(("file", offset, self._sink.tell() - offset, count))
         return keys
+
+    @staticmethod
+    def row_count(key) -> int:
+        """The rows stored under ``key``."""
+        return key[3]
 
     def rows(self, key) -> pa.Table:
         """The rows stored under ``key``."""

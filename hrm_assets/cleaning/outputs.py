@@ -11,10 +11,18 @@ import resource
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hrm_assets.cleaning.cleaned_parquet import BufferBudget, ParquetRowWriter
+from hrm_assets.cleaning.cleaned_parquet import (
+    BufferBudget,
+    ParquetRowWriter,
+    write_one_row_group,
+)
 from hrm_assets.cleaning.rows import FIELDS, Row
 from hrm_assets.common.atomic import AtomicGroup, atomic_file
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
@@ -114,6 +122,8 @@ class CleanedOutputs:
         self._open_writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._lock = threading.Lock()
         self.group = AtomicGroup()
+        self.written: set[str] = set()  # files written whole by write_whole
+        self._schema: pa.Schema | None = None
 
     def __enter__(self) -> CleanedOutputs:
         return self
@@ -130,6 +140,25 @@ class CleanedOutputs:
                 opened = self._open_or_raise(relative, budget or self.budget)
                 self.writers[relative] = self._open_writers[relative] = opened
             return self.writers[relative]
+
+    def write_whole(self, relative: str, table: pa.Table) -> None:
+        """Write the whole Parquet file of ``relative`` from ``table`` in one call (its rows
+        fit :func:`fits_one_write`: one row group of single-chunk columns), without a
+        streaming writer; it is committed with the run's other files."""
+        with self._lock:
+            if relative in self.writers or relative in self.written:
+                raise ValueError(f"{relative}: already written")
+            self.written.add(relative)
+        if self._schema is None:
+            import pyarrow as pa
+
+            self._schema = pa.schema([(name, pa.string()) for name in self.columns])
+        with self.group.open(self.out_root / relative) as handle:
+            write_one_row_group(handle, table, self._schema)
+
+    def has_file(self, relative: str) -> bool:
+        """Whether the run writes a file for ``relative``."""
+        return relative in self.writers or relative in self.written
 
     def close(self, relative: str) -> None:
         """Finish the file of ``relative`` now (its writer takes no more rows)."""
