@@ -42,6 +42,24 @@ impl RowKey {
     pub fn response(self, words: &[Word]) -> u64 {
         mix64(words.iter().fold(mix64(self.0 ^ SEPARATOR), absorb_word))
     }
+
+    /// A key built a word at a time (as the scan splits them): [`RowKey::START`], the
+    /// instruction's words, [`RowKey::separated`], the response's words, [`RowKey::finish`].
+    pub const START: RowKey = RowKey(SEED);
+
+    #[inline(always)]
+    pub fn word(&mut self, word: &Word) {
+        self.0 = absorb_word(self.0, word);
+    }
+
+    /// Past the instruction: the response's words follow.
+    pub fn separated(self) -> RowKey {
+        RowKey(mix64(self.0 ^ SEPARATOR))
+    }
+
+    pub fn finish(self) -> u64 {
+        mix64(self.0)
+    }
 }
 
 /// [`row_key`] of every row, in parallel on the current rayon pool.
@@ -113,6 +131,11 @@ mod tests {
             RowKey::instruction(&a).response(&b),
             row_key("What is 2 + 2?", "Four.")
         );
+        let mut key = RowKey::START;
+        a.iter().for_each(|word| key.word(word));
+        let mut key = key.separated();
+        b.iter().for_each(|word| key.word(word));
+        assert_eq!(key.finish(), row_key("What is 2 + 2?", "Four."));
     }
 
     #[test]

@@ -111,11 +111,12 @@ pub fn scan_row(
     scratch: &mut Scratch,
     max_span_chars: usize,
 ) -> (Option<RowHit>, u64) {
+    let mut key = RowKey::START;
     let mut hit = index
-        .scan_with(&row.instruction, scratch)
+        .scan_keyed(&row.instruction, scratch, &mut key)
         .map(|hit| (0u8, hit, &row.instruction));
-    let partial = keyed.then(|| RowKey::instruction(scratch.words()));
-    let response = index.scan_with(&row.response, scratch);
+    let mut key = key.separated();
+    let response = index.scan_keyed(&row.response, scratch, &mut key);
     if hit.is_none() {
         hit = response.map(|hit| (1u8, hit, &row.response));
     }
@@ -125,8 +126,7 @@ pub fn scan_row(
         span: span_text(text, &hit, max_span_chars),
         hit,
     });
-    let key = partial.map_or(0, |partial| partial.response(scratch.words()));
-    (hit, key)
+    (hit, if keyed { key.finish() } else { 0 })
 }
 
 /// [`scan_row`] of every row of a batch, in parallel on the current rayon pool.

@@ -16,7 +16,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use rayon::prelude::*;
 
-use super::normalize::{mix64, words_into, Word};
+use super::duplicates::RowKey;
+use super::normalize::{for_each_word, mix64, Word};
 use crate::{Error, Result};
 
 /// The default n-gram size (words), as in the decontamination literature (GPT-3, datatrove).
@@ -159,14 +160,24 @@ impl Scratch {
     }
 
     fn load(&mut self, text: &str) {
-        words_into(text, &mut self.words);
-        self.prefix.clear();
-        self.prefix.push(0);
+        self.load_with(text, |_| {});
+    }
+
+    /// Load `text`, calling `each` with every word too: in the one walk of the words, whose
+    /// normalization hides the latency of the prefix hashes' and `each`'s dependency chains.
+    #[inline]
+    fn load_with(&mut self, text: &str, mut each: impl FnMut(&Word)) {
+        let (words, prefix) = (&mut self.words, &mut self.prefix);
+        words.clear();
+        prefix.clear();
+        prefix.push(0);
         let mut hash = 0u64;
-        for word in &self.words {
+        for_each_word(text, |word| {
+            each(&word);
             hash = hash.wrapping_mul(BASE).wrapping_add(word.hash);
-            self.prefix.push(hash);
-        }
+            prefix.push(hash);
+            words.push(word);
+        });
     }
 
     #[inline]
@@ -375,6 +386,12 @@ impl NgramIndex {
     /// [`NgramIndex::scan`] with a buffer reused across texts.
     pub fn scan_with(&self, text: &str, scratch: &mut Scratch) -> Option<Match> {
         scratch.load(text);
+        self.scan_loaded(scratch)
+    }
+
+    /// [`NgramIndex::scan_with`], adding the text's words to a duplicate key in the same walk.
+    pub fn scan_keyed(&self, text: &str, scratch: &mut Scratch, key: &mut RowKey) -> Option<Match> {
+        scratch.load_with(text, |word| key.word(word));
         self.scan_loaded(scratch)
     }
 

@@ -327,8 +327,30 @@ mod tests {
     #[test]
     fn eight_bytes_at_a_time_is_one_character_at_a_time() {
         let pieces = [
-            "a", "Z", "0", "9", "@", "[", "`", "{", "/", ":", " ", "\n", "é", "É", "ß", "İ", "١",
-            "中", "😀", "ǅ", "abcdefg", "ABCDEFGH", "abcdefghi", "x1y2z3w4v5",
+            "a",
+            "Z",
+            "0",
+            "9",
+            "@",
+            "[",
+            "`",
+            "{",
+            "/",
+            ":",
+            " ",
+            "\n",
+            "é",
+            "É",
+            "ß",
+            "İ",
+            "١",
+            "中",
+            "😀",
+            "ǅ",
+            "abcdefg",
+            "ABCDEFGH",
+            "abcdefghi",
+            "x1y2z3w4v5",
         ];
         let mut texts = Vec::new();
         for a in pieces {

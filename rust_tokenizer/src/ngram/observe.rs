@@ -21,10 +21,9 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use super::duplicates::RowKey;
+use super::duplicates::row_key;
 use super::files::{scan_rows, RowHit};
 use super::index::NgramIndex;
-use super::normalize::{words_into, Word};
 use crate::error::{IoContext, Result};
 use crate::tokenize::read::Row;
 
@@ -54,12 +53,7 @@ pub struct FileObservation {
 fn key_only(rows: &[Row]) -> Vec<u64> {
     rows.par_iter()
         .with_min_len(32)
-        .map_init(Vec::<Word>::new, |words, row| {
-            words_into(&row.instruction, words);
-            let partial = RowKey::instruction(words);
-            words_into(&row.response, words);
-            partial.response(words)
-        })
+        .map(|row| row_key(&row.instruction, &row.response))
         .collect()
 }
 
@@ -119,7 +113,6 @@ impl RowObserver<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::duplicates::row_key;
     use super::*;
 
     fn row(number: u64, instruction: &str, response: &str) -> Row {
