@@ -22,7 +22,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -422,13 +421,28 @@ def engine_choice(raw: Path, batches: int = 8, repeats: int = 3) -> dict[str, fl
 def write_doc(result: CleaningSpeedResult, command: str, path: Path = DOC_PATH) -> None:
     """Replace (or add) this benchmark's marked section of ``path``, keeping the rest."""
     text = (
-        f"`{command}` on {platform.node() or 'this machine'}, "
-        f"{result.machine.get('cpus', '?')} CPUs, load average "
+        f"`{command}` on {result.machine.get('cpu', 'this machine')} "
+        f"({result.machine.get('cores', '?')} cores), commit "
+        f"{result.machine.get('commit', '?')}, load average "
         f"{os.getloadavg()[0]:.2f} after the run. Each method in a fresh process; the bound "
         "reads the needed columns and writes our output files' contents again, files in "
         "parallel.\n\n" + result.table()
     )
     replace_section(path, SECTION, text, title="## Cleaning speed")
+
+
+def _shown_options(argv: Sequence[str]) -> list[str]:
+    """The command line as the doc shows it: without the work and JSON paths (this
+    machine's, not part of the method)."""
+    shown, skip = [], False
+    for argument in argv:
+        if skip:
+            skip = False
+        elif argument in ("--work-dir", "--json"):
+            skip = True
+        elif not argument.startswith(("--work-dir=", "--json=")):
+            shown.append(argument)
+    return shown
 
 
 def _rows_option(text: str) -> tuple[str, int]:
@@ -471,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(result.as_dict(), indent=2), encoding="utf-8")
     if args.write:
-        write_doc(result, " ".join(["python -m bench.cleaning_speed", *argv]))
+        write_doc(result, " ".join(["python -m bench.cleaning_speed", *_shown_options(argv)]))
     return 0
 
 
