@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from support.object_storage import upload_tree, write_cleaned_tree
+from support.object_storage import SIDECAR_FILES, upload_tree, write_cleaned_tree
 
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.manifest import MANIFEST_FILE
@@ -118,7 +118,7 @@ def test_kill_during_upload_never_leaves_a_folder_taken_as_complete(
     view = reader_view(out)
     assert sorted(view) == sorted(p.name for p in reference_root.iterdir() if p.is_dir())
     for name, files in view.items():
-        expected = {p.name for p in (reference_root / name).iterdir()}
+        expected = {p.name for p in (reference_root / name).iterdir()} - set(SIDECAR_FILES)
         assert set(files) == expected
         for file, data in files.items():
             if file != "metadata.json":

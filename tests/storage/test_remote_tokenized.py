@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.object_storage import (
+    SIDECAR_FILES,
     data_gets,
     log_length,
     logged_requests,
@@ -18,7 +19,6 @@ from support.object_storage import (
 
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.storage import ObjectRoot, ObjectStore
-from hrm_assets.contamination.sidecar import KEYS_FILE, SCAN_FILE
 from hrm_assets.defs.tokenized.partitions import remove_owned_output_at
 from hrm_assets.tokenization.remote import (
     RemoteCleaned,
@@ -39,9 +39,6 @@ def local_reference(tmp_path: Path, tokenizer: Path) -> tuple[Path, Path, list]:
     out = tmp_path / "tokenized"
     results = list(tokenize_files(scan_cleaned_files(cleaned), out, TokenizerSetup.load(tokenizer)))
     return cleaned, out, results
-
-
-SIDECARS = (SCAN_FILE, KEYS_FILE)
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
@@ -82,8 +79,8 @@ def test_remote_folders_hold_the_local_bytes_and_skip_without_reading_data(
         expected = folder_bytes(local_out / result.safe_name)
         # A bucket's folders get no contamination sidecars (docs/CONTAMINATION.md): the local
         # folder's are its only extra files.
-        assert {SCAN_FILE, KEYS_FILE} <= expected.keys()
-        expected = {name: data for name, data in expected.items() if name not in SIDECARS}
+        assert set(SIDECAR_FILES) <= expected.keys()
+        expected = {name: data for name, data in expected.items() if name not in SIDECAR_FILES}
         got = remote_folder_bytes(out.store, result.safe_name)
         assert sorted(got) == sorted(expected)
         for name in expected:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from hrm_assets.common.storage import ObjectStore
+from hrm_assets.contamination.sidecar import KEYS_FILE, SCAN_FILE
 from support.cleaned_rows import cleaned_rows, write_flan_file
 
 
@@ -49,6 +50,9 @@ def log_length(log: Path) -> int:
 # What a skip decision reads: a folder's manifest and metadata, a root's tokenizer_info.json,
 # a cleaned source's build record. Every other GET is a download of data.
 SMALL_OBJECTS = ("manifest.json", "metadata.json", "tokenizer_info.json")
+# A local tokenized folder's contamination sidecars: a bucket's folders get none
+# (docs/CONTAMINATION.md), so a local reference folder is compared without them.
+SIDECAR_FILES = (SCAN_FILE, KEYS_FILE)
 
 
 def data_gets(requests: list[tuple[str, str, str]]) -> list[str]:
