@@ -24,7 +24,12 @@ from hrm_assets.common.atomic import (
 from hrm_assets.common.hashing import file_sha256
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.contracts.framing import Framing
-from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome, reused_outcome
+from hrm_assets.tokenization.outcomes import (
+    TokenizeFailure,
+    TokenizeOutcome,
+    reused_outcome,
+    written_outcome,
+)
 from hrm_assets.tokenization.output_folders import check_roots_apart, is_owned, refuse_foreign
 from hrm_assets.tokenization.tokenizer_setup import TokenizerLike, TokenizerSetup, as_setup
 from hrm_assets.tokenization.versions import (
@@ -156,20 +161,12 @@ def _tokenize_chunk(
         written = setup.encoder().tokenize_files(
             jobs, num_threads=threads, progress=progress, **scan_options(data_root())
         )
-        for (index, item, metadata, size), result in zip(pending, written, strict=True):
+        for (index, item, metadata, _), result in zip(pending, written, strict=True):
             if isinstance(result, Exception):
                 results[index] = TokenizeFailure(item.safe_name, result)
                 continue
-            results[index] = TokenizeOutcome(
-                safe_name=item.safe_name,
-                skipped=False,
-                rows=result["rows"],
-                tokens=result["tokens"],
-                bytes=size,
-                data_version=metadata["data_version"],
-                output_dir=out_root / item.safe_name,
-                text_bytes=result["text_bytes"],
-                nulls=result["nulls"],
+            results[index] = written_outcome(
+                item.safe_name, metadata, result, out_root / item.safe_name
             )
     return [result for result in results if result is not None]
 

@@ -27,7 +27,12 @@ from hrm_assets.common.atomic import (
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.common.storage import ObjectInfo
 from hrm_assets.tokenization.chunks import CHUNK_FILES
-from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome, reused_outcome
+from hrm_assets.tokenization.outcomes import (
+    TokenizeFailure,
+    TokenizeOutcome,
+    reused_outcome,
+    written_outcome,
+)
 from hrm_assets.tokenization.output_folders import is_owned, refuse_foreign
 from hrm_assets.tokenization.tokenizer_setup import TokenizerSetup
 from hrm_assets.tokenization.versions import (
@@ -129,16 +134,8 @@ def _tokenize_chunk(
             if isinstance(result, Exception):
                 results[index] = TokenizeFailure(item.safe_name, result)
                 continue
-            results[index] = TokenizeOutcome(
-                safe_name=item.safe_name,
-                skipped=False,
-                rows=result["rows"],
-                tokens=result["tokens"],
-                bytes=metadata["source_size"],
-                data_version=metadata["data_version"],
-                output_dir=out_root / item.safe_name,
-                text_bytes=result["text_bytes"],
-                nulls=result["nulls"],
+            results[index] = written_outcome(
+                item.safe_name, metadata, result, out_root / item.safe_name
             )
     return [result for result in results if result is not None]
 

@@ -48,3 +48,21 @@ def reused_outcome(
         text_bytes=current.get("text_bytes", 0),
         nulls=current.get("nulls", 0),
     )
+
+
+def written_outcome(
+    safe_name: str, metadata: dict, written: dict, output_dir: Path
+) -> TokenizeOutcome:
+    """The outcome of a folder the Rust core just wrote (``metadata``: what it records;
+    ``written``: the core's counts for the file)."""
+    return TokenizeOutcome(
+        safe_name=safe_name,
+        skipped=False,
+        rows=written["rows"],
+        tokens=written["tokens"],
+        bytes=metadata["source_size"],
+        data_version=metadata["data_version"],
+        output_dir=output_dir,
+        text_bytes=written["text_bytes"],
+        nulls=written["nulls"],
+    )

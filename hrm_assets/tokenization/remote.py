@@ -50,6 +50,7 @@ from hrm_assets.common.storage import (
     storage_options,
 )
 from hrm_assets.contracts.framing import tokenizer_info_json
+from hrm_assets.tokenization.outcomes import written_outcome
 from hrm_assets.tokenization.partitioning import relative_paths_for
 from hrm_assets.tokenization.tokenize import (
     ARRAY_FILES,
@@ -319,17 +320,7 @@ def _write_planned(
                 yield TokenizeFailure(item.safe_name, result)
         local = out.read_back([item.safe_name for item, _, _ in done])
         for item, metadata, result in done:
-            yield TokenizeOutcome(
-                safe_name=item.safe_name,
-                skipped=False,
-                rows=result["rows"],
-                tokens=result["tokens"],
-                bytes=metadata["source_size"],
-                data_version=metadata["data_version"],
-                output_dir=local / item.safe_name,
-                text_bytes=result["text_bytes"],
-                nulls=result["nulls"],
-            )
+            yield written_outcome(item.safe_name, metadata, result, local / item.safe_name)
 
 
 def mirror_tokenized(root: ObjectRoot, local: Path | None = None) -> Path:
