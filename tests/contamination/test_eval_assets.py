@@ -24,6 +24,27 @@ def row(instruction, response):
     return {"condition": "direct", "instruction": instruction, "response": response}
 
 
+def paths_adopting(tmp_path, adopted: str) -> DataPaths:
+    return DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+        adopted_cleaned=adopted,
+    )
+
+
+def contamination_by_source(paths: DataPaths, eval_sets) -> dict:
+    """eval/contamination materialized over ``paths`` with ``eval_sets`` saved: its sources
+    table by source name."""
+    from hrm_assets.contamination.evalsets import write_eval_set
+    from hrm_assets.defs.eval.assets import contamination
+
+    for loaded in eval_sets:
+        write_eval_set(loaded, paths.root / "eval" / f"{loaded.spec.name}.jsonl")
+    result = dg.materialize([contamination], resources={"data_paths": paths})
+    metadata = result.asset_materializations_for_node("eval__contamination")[0].metadata
+    return {r.data["source"]: r.data for r in metadata["sources"].value.records}
+
+
 def test_eval_assets_contamination_and_checks(tmp_path, monkeypatch, eval_mirror, real_raw):
     monkeypatch.setenv("HRM_EVAL_ROOT", str(eval_mirror))
     paths = DataPaths(
@@ -80,16 +101,7 @@ def test_adopted_cleaned_roots_are_scanned(tmp_path, monkeypatch, eval_mirror, e
     adopted = tmp_path / "adopted"
     question = eval_sets[0].texts["question"][3]
     write_rows(adopted / "gsm8k_train.jsonl", [row(question, "x"), row("Hello there.", "Hi.")])
-    paths = DataPaths(
-        data_root=str(tmp_path / "data"),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        adopted_cleaned=str(adopted),
-    )
-    for loaded in eval_sets:
-        write_eval_set(loaded, paths.root / "eval" / f"{loaded.spec.name}.jsonl")
-    result = dg.materialize([contamination], resources={"data_paths": paths})
-    metadata = result.asset_materializations_for_node("eval__contamination")[0].metadata
-    sources = {r.data["source"]: r.data for r in metadata["sources"].value.records}
+    sources = contamination_by_source(paths_adopting(tmp_path, str(adopted)), eval_sets)
     assert (sources["gsm8k_train"]["rows"], sources["gsm8k_train"]["rows_hit"]) == (2, 1)
 
     bare = DataPaths(
@@ -109,7 +121,6 @@ def test_a_hub_cache_corpus_is_scanned_through_its_links_and_a_bucket_is_one_lin
 ):
     """An adopted Hub download keeps every file as a link into ``blobs/``: the scan follows the
     links as adoption does. An adopted ``s3://`` root is refused with one line naming it."""
-    from hrm_assets.contamination.evalsets import write_eval_set
     from hrm_assets.defs.eval.assets import contamination
 
     repo = tmp_path / "hub" / "datasets--org--cleaned"
@@ -119,23 +130,10 @@ def test_a_hub_cache_corpus_is_scanned_through_its_links_and_a_bucket_is_one_lin
     snapshot = repo / "snapshots" / "f00d" / "data"
     snapshot.mkdir(parents=True)
     (snapshot / "gsm8k_train.jsonl").symlink_to(blob)
-    paths = DataPaths(
-        data_root=str(tmp_path / "data"),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        adopted_cleaned=str(snapshot),
-    )
-    for loaded in eval_sets:
-        write_eval_set(loaded, paths.root / "eval" / f"{loaded.spec.name}.jsonl")
-    result = dg.materialize([contamination], resources={"data_paths": paths})
-    metadata = result.asset_materializations_for_node("eval__contamination")[0].metadata
-    sources = {r.data["source"]: r.data for r in metadata["sources"].value.records}
+    sources = contamination_by_source(paths_adopting(tmp_path, str(snapshot)), eval_sets)
     assert (sources["gsm8k_train"]["rows"], sources["gsm8k_train"]["rows_hit"]) == (2, 1)
 
-    in_bucket = DataPaths(
-        data_root=str(tmp_path / "data"),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        adopted_cleaned="s3://corpus-bucket/cleaned",
-    )
+    in_bucket = paths_adopting(tmp_path, "s3://corpus-bucket/cleaned")
     failed = dg.materialize(
         [contamination], resources={"data_paths": in_bucket}, raise_on_error=False
     )
