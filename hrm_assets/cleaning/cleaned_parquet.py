@@ -13,7 +13,7 @@ follow from what pyarrow decides on the way, which a streaming writer must repro
   :data:`WRITE_BATCH_ROWS` values at a time from its start and checks the page and dictionary
   size limits between batches; so the pieces we hand it may only be cut where one of data_io's
   batches starts: at a row group or chunk start, or a multiple of 1,024 rows after one
-  (:func:`piece_bounds`). Other cuts move page boundaries.
+  (:func:`piece_plan`). Other cuts move page boundaries.
 
 Everything else is pyarrow's default on both sides: snappy compression, dictionary encoding
 with fallback, statistics, format version 2.6, the stored Arrow schema (nullable ``string``
@@ -23,19 +23,23 @@ bytes equal data_io's when both run the same pyarrow.
 Memory: rows are buffered as Arrow record batches until their row group is complete. A row
 group of a large source holds gigabytes, so the writers of one run share a
 :class:`BufferBudget`; over it, the largest buffers are spilled to Arrow IPC files next to the
-output and memory-mapped back when their row group is written. Row groups never depend on
-memory, and so neither do the bytes.
+output. A spilled row group is written from its file memory-mapped, the pages pyarrow's writer
+has read dropped as it goes (:mod:`hrm_assets.cleaning.mapped_spill`): pyarrow's Python API
+writes a row group only as one call holding all its columns, and this keeps what the process
+holds of them to a few megabytes. Row groups never depend on memory, and so neither do the
+bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hrm_assets.cleaning.mapped_spill import MappedFile, pages_dropped_while
 from hrm_assets.cleaning.rows import FIELDS, Row
 from hrm_assets.common.atomic import (
     TMP_PREFIX,
@@ -64,6 +68,10 @@ CHUNK_TEXT_LIMIT = 2**31 - 2
 WRITE_BATCH_ROWS = 1024  # parquet::WriterProperties' default write_batch_size
 PIECE_ROWS = 8 * WRITE_BATCH_ROWS
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
+# A writer holding more text of one row group than this spills it, whatever its budget says:
+# its row group is large, and a spilled row group is written from its file (mapped, its pages
+# dropped as written) with no copy on the heap.
+LARGE_ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 def chunk_starts(
@@ -93,29 +101,58 @@ def chunk_starts(
         used, before, first = 0, int(total[index - 1]) if index else 0, index
 
 
-def piece_bounds(rows: int, starts: Sequence[int], piece_rows: int = PIECE_ROWS) -> list[int]:
-    """Cut points ``[0, ..., rows]`` of one column of a row group: every chunk start, and every
-    ``piece_rows`` rows after the row group's start or the last chunk start."""
-    if piece_rows % WRITE_BATCH_ROWS:
-        raise ValueError(f"piece_rows must be a multiple of {WRITE_BATCH_ROWS}")
-    bounds = [0]
-    for stop in [*starts, rows]:
-        while bounds[-1] + piece_rows < stop:
-            bounds.append(bounds[-1] + piece_rows)
-        if stop > bounds[-1]:
-            bounds.append(stop)
-    return bounds
+def piece_plan(
+    rows: int, starts: Sequence[int], array_ends: Sequence[int]
+) -> list[tuple[int, int, bool]]:
+    """The pieces ``[(start, stop, copied)]`` that one column of a row group of ``rows`` rows
+    is handed to pyarrow's writer in, so that it cuts write batches where data_io's does.
+
+    Every cut is at a chunk start (``starts``, from :func:`chunk_starts`) or a multiple of
+    :data:`WRITE_BATCH_ROWS` rows after the row group's start or the last chunk start. The
+    column is buffered as arrays ending at ``array_ends`` (cumulative): a piece inside one of
+    them is a zero-copy slice (``copied`` False); where an array ends off such a cut, the
+    piece up to the next cut (at most ``WRITE_BATCH_ROWS`` rows) spans arrays and must be
+    copied (``copied`` True).
+    """
+    import bisect
+
+    plan: list[tuple[int, int, bool]] = []
+    cuts = [0, *(start for start in starts if 0 < start < rows), rows]
+    for begin, end in zip(cuts, cuts[1:], strict=False):
+        position = begin
+        while position < end:
+            array = bisect.bisect_right(array_ends, position)
+            if array >= len(array_ends):
+                raise ValueError(f"arrays ending at {array_ends[-1:]} hold no row {position}")
+            array_end = min(array_ends[array], end)
+            stop = (
+                end
+                if array_end == end
+                else begin + (array_end - begin) // WRITE_BATCH_ROWS * (WRITE_BATCH_ROWS)
+            )
+            if stop > position:
+                plan.append((position, stop, False))
+            else:
+                stop = min(end, position + WRITE_BATCH_ROWS)
+                plan.append((position, stop, True))
+            position = stop
+    return plan
 
 
-def _pieces(column: pa.ChunkedArray, bounds: Sequence[int]) -> pa.ChunkedArray:
-    """``column`` re-chunked at ``bounds`` (a piece spanning two buffered batches is copied)."""
+def _single(column: pa.ChunkedArray, start: int, stop: int) -> pa.Array:
+    """Rows ``start:stop`` of ``column``, within one of its arrays (a zero-copy slice)."""
+    chunks = [chunk for chunk in column.slice(start, stop - start).chunks if len(chunk)]
+    if len(chunks) != 1:
+        raise ValueError(f"rows {start}:{stop} span {len(chunks)} arrays")
+    return chunks[0]
+
+
+def _joined(column: pa.ChunkedArray, start: int, stop: int) -> pa.Array:
+    """Rows ``start:stop`` of ``column`` as one array (a copy when they span arrays)."""
     import pyarrow as pa
 
-    pieces = []
-    for start, stop in zip(bounds, bounds[1:], strict=False):
-        chunks = column.slice(start, stop - start).chunks
-        pieces.append(chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks))
-    return pa.chunked_array(pieces, type=column.type)
+    chunks = [chunk for chunk in column.slice(start, stop - start).chunks if len(chunk)]
+    return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
 
 
 def fits_one_write(rows: int, text_bytes: int, row_group_rows: int | None = None) -> bool:
@@ -179,7 +216,8 @@ class ParquetRowWriter:
     ``row_group_rows`` (default: pyarrow's), ``piece_rows`` and ``chunk_text_limit`` are
     pyarrow's figures; tests lower them to exercise several row groups and chunks on small
     data. ``group``: the file is committed with the others of that :class:`AtomicGroup`
-    instead of on its own.
+    instead of on its own. ``large_row_group``: text of one row group held in memory past
+    which the writer spills it (and the rest of it as it comes) even within its budget.
     """
 
     def __init__(
@@ -191,6 +229,7 @@ class ParquetRowWriter:
         piece_rows: int = PIECE_ROWS,
         chunk_text_limit: int = CHUNK_TEXT_LIMIT,
         group: AtomicGroup | None = None,
+        large_row_group: int = LARGE_ROW_GROUP_BYTES,
     ):
         if sorted(columns) != sorted(FIELDS):
             raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
@@ -198,6 +237,8 @@ class ParquetRowWriter:
             row_group_rows = pyarrow_row_group_rows()
         if row_group_rows < 1:
             raise ValueError("row_group_rows must be at least 1")
+        if piece_rows < 1 or piece_rows % WRITE_BATCH_ROWS:
+            raise ValueError(f"piece_rows must be a multiple of {WRITE_BATCH_ROWS}")
         self.path = Path(path)
         self.columns = tuple(columns)
         self.rows = 0
@@ -208,16 +249,22 @@ class ParquetRowWriter:
         self._row_group_rows = row_group_rows
         self._piece_rows = piece_rows
         self._chunk_text_limit = chunk_text_limit
+        self._large_row_group = large_row_group
         self._budget = budget
         self._group = group
         self._pending: list[list[str]] = [[] for _ in self.columns]
         self._batches: list[pa.RecordBatch] = []
         self._group_rows = 0
         self._chunk_bytes = [0] * len(self.columns)  # text in each column's open Arrow chunk
-        # One spill file per writer; each spill appends an IPC stream, (offset, size) here.
+        # The spill file of the row group being buffered: one IPC stream, open while rows
+        # are added; then its (offset, size) and the copied pieces' streams, in
+        # _spill_segments.
         self._spill_path: Path | None = None
+        self._spill_file: pa.NativeFile | None = None
+        self._spill_stream: pa.ipc.RecordBatchStreamWriter | None = None
         self._spill_segments: list[tuple[int, int]] = []
         self._stack = contextlib.ExitStack()
+        self._mapped: list[MappedFile] = []  # while a row group is written
         self._writer: pq.ParquetWriter | None = None
         self._schema: pa.Schema | None = None
 
@@ -262,6 +309,9 @@ class ParquetRowWriter:
             self.write_row_group()
         elif self._group_rows % self._piece_rows == 0:
             self._seal()
+            # A row group that spilled goes on spilling; a large one starts.
+            if self._spill_stream is not None or self.buffered > self._large_row_group:
+                self.spill()
         if self._budget is not None and self._budget.used > self._budget.limit:
             self._budget.relieve()
 
@@ -298,13 +348,16 @@ class ParquetRowWriter:
                 offset += take
                 if self._group_rows >= self._row_group_rows:
                     self.write_row_group()
+                elif self._spill_stream is not None or self.buffered > self._large_row_group:
+                    # Read back from the file anyway: no use holding rows meanwhile.
+                    self.spill()
                 if self._budget is not None and self._budget.used > self._budget.limit:
                     self._budget.relieve()
 
     def _seal(self) -> None:
-        """Turn the pending rows into one Arrow record batch (sealed at piece boundaries, so
-        that batches are the pieces of :func:`piece_bounds` and need no copy, except where a
-        spill cut one)."""
+        """Turn the pending rows into one Arrow record batch (sealed every ``piece_rows``
+        rows, a multiple of :data:`WRITE_BATCH_ROWS`, so that :func:`piece_plan` cuts them
+        without copies, except where a spill cut one)."""
         if not self._pending[0]:
             return
         import pyarrow as pa
@@ -314,68 +367,156 @@ class ParquetRowWriter:
         self._pending = [[] for _ in self.columns]
 
     def spill(self) -> None:
-        """Move every buffered row of this writer to its spill file next to the output."""
+        """Move every buffered row of this writer to its spill file next to the output; the
+        rest of the row group then follows each batch there (it is read back from the file
+        when written, whatever stays in memory)."""
         self._seal()
         if not self._batches:
             return
         import pyarrow as pa
 
-        if self._spill_path is None:
+        if self._spill_stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._spill_path = create_temporary_file(
                 self.path.parent, f"{TMP_PREFIX}{self.path.name}."
             )
-        with open(self._spill_path, "ab") as handle:
-            offset = handle.seek(0, os.SEEK_END)
-            with pa.ipc.new_stream(handle, self._schema) as stream:
-                for batch in self._batches:
-                    stream.write_batch(batch)
-            self._spill_segments.append((offset, handle.tell() - offset))
+            # A native file: a Python one would copy every buffer into a bytes object.
+            self._spill_file = pa.OSFile(str(self._spill_path), mode="w")
+            self._spill_stream = pa.ipc.new_stream(self._spill_file, self._schema)
+        for batch in self._batches:
+            self._spill_stream.write_batch(batch)
         self._batches = []
         self.spills += 1
         self._release_buffered()
+
+    def _close_spill_stream(self) -> None:
+        """End the row group's spill stream; its bytes become the first segment."""
+        if self._spill_stream is None:
+            return
+        stream, self._spill_stream = self._spill_stream, None
+        stream.close()
+        size = self._spill_file.tell()
+        self._spill_file.close()
+        self._spill_file = None
+        self._spill_segments = [(0, size)]
 
     def _release_buffered(self) -> None:
         if self._budget is not None:
             self._budget.used -= self.buffered
         self.buffered = 0
 
-    def _buffered_table(self) -> pa.Table:
+    def _buffered_table(self, mapped: MappedFile | None) -> pa.Table:
+        """The row group's buffered rows: the spilled ones read zero-copy from ``mapped``
+        (the spill file), then those in memory."""
         import pyarrow as pa
 
         batches = []
-        if self._spill_segments:  # memory-mapped: pages come from the file, not the heap
-            mapped = pa.memory_map(str(self._spill_path)).read_buffer()
-            for offset, size in self._spill_segments:
-                batches.extend(pa.ipc.open_stream(mapped.slice(offset, size)))
+        for offset, size in self._spill_segments if mapped is not None else ():
+            batches.extend(pa.ipc.open_stream(mapped.buffer.slice(offset, size)))
         batches.extend(self._batches)
         return pa.Table.from_batches(batches, schema=self._schema)
 
     def write_row_group(self) -> None:
-        """Write the buffered rows as one row group, cut into pieces as data_io's would be."""
+        """Write the buffered rows as one row group, in pieces cut as data_io's write cuts
+        its batches (:func:`piece_plan`).
+
+        A row group that was spilled is written from its spill file, memory-mapped, with the
+        pages the writer has passed dropped as it goes (:func:`pages_dropped_while`), and the
+        pieces that must be copied (joining two spilled batches) appended to the same file
+        first: the heap then holds about one piece, whatever the size of the row group."""
         self._seal()
         if self._group_rows == 0:
             return
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        table = self._buffered_table()
-        columns = []
-        for index, column in enumerate(table.columns):
-            lengths = pc.binary_length(column).to_numpy()
-            starts, self._chunk_bytes[index] = chunk_starts(
-                lengths, self._chunk_bytes[index], self._chunk_text_limit
-            )
-            bounds = piece_bounds(table.num_rows, starts, self._piece_rows)
-            columns.append(_pieces(column, bounds))
-        self._parquet_writer().write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        if self._spill_stream is not None:
+            self.spill()  # the rest too: the row group is read from the file alone
+            self._close_spill_stream()
+        with contextlib.ExitStack() as stack:
+            mapped = self._mapped_spill(stack)
+            table = self._buffered_table(mapped)
+            plans = []
+            for index, column in enumerate(table.columns):
+                lengths = pc.binary_length(column).to_numpy(zero_copy_only=False)
+                starts, self._chunk_bytes[index] = chunk_starts(
+                    lengths, self._chunk_bytes[index], self._chunk_text_limit
+                )
+                ends = [int(end) for end in itertools.accumulate(map(len, column.chunks))]
+                plans.append(piece_plan(table.num_rows, starts, ends))
+            if mapped is None:
+                joined = [
+                    [_joined(column, a, b) for a, b, copied in plan if copied]
+                    for column, plan in zip(table.columns, plans, strict=True)
+                ]
+            else:
+                joined = self._spilled_joints(stack, table, plans)
+            columns = []
+            for column, plan, copies in zip(table.columns, plans, joined, strict=True):
+                copies = iter(copies)
+                pieces = [
+                    next(copies) if copied else _single(column, a, b) for a, b, copied in plan
+                ]
+                columns.append(pa.chunked_array(pieces, type=pa.string()))
+            del table, joined
+            rows = pa.Table.from_arrays(columns, schema=self._schema)
+            del columns
+            with pages_dropped_while(self._mapped):
+                self._parquet_writer().write_table(rows)
+            del rows
         self.row_groups += 1
         self._group_rows = 0
         self._batches = []
         self._remove_spill_file()
         self._release_buffered()
 
+    def _mapped_spill(self, stack: contextlib.ExitStack) -> MappedFile | None:
+        """The spill file mapped for this row group (None: nothing spilled); unmapped when
+        ``stack`` closes."""
+        self._mapped = []
+        if not self._spill_segments:
+            return None
+        mapped = MappedFile(self._spill_path)
+        self._mapped.append(mapped)
+        stack.callback(self._unmap)
+        return mapped
+
+    def _unmap(self) -> None:
+        mapped, self._mapped = self._mapped, []
+        for item in mapped:
+            item.close()
+
+    def _spilled_joints(
+        self, stack: contextlib.ExitStack, table: pa.Table, plans: list
+    ) -> list[list[pa.Array]]:
+        """The copied pieces of each column, written one at a time to the end of the spill
+        file (a stream of one-column batches per column) and read back mapped."""
+        import pyarrow as pa
+
+        segments = []
+        schema = pa.schema([("piece", pa.string())])
+        with pa.OSFile(str(self._spill_path), mode="a") as handle:
+            for column, plan in zip(table.columns, plans, strict=True):
+                offset = handle.tell()
+                with pa.ipc.new_stream(handle, schema) as stream:
+                    for a, b, copied in plan:
+                        if copied:
+                            joint = _joined(column, a, b)
+                            stream.write_batch(pa.record_batch([joint], schema=schema))
+                segments.append((offset, handle.tell() - offset))
+        joints = MappedFile(self._spill_path)
+        self._mapped.append(joints)
+        return [
+            [batch.column(0) for batch in pa.ipc.open_stream(joints.buffer.slice(offset, size))]
+            for offset, size in segments
+        ]
+
     def _remove_spill_file(self) -> None:
+        for handle in (self._spill_stream, self._spill_file):
+            if handle is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    handle.close()
+        self._spill_stream = self._spill_file = None
         if self._spill_path is not None:
             self._spill_path.unlink(missing_ok=True)
         self._spill_path = None

@@ -30,7 +30,7 @@ from hrm_assets.cleaning.cleaned_parquet import (
     BufferBudget,
     ParquetRowWriter,
     chunk_starts,
-    piece_bounds,
+    piece_plan,
 )
 from hrm_assets.cleaning.outputs import JsonlWriter, jsonl_line
 from hrm_assets.cleaning.rows import FIELDS, INSTRUCTION_FIRST, Row, iter_cleaned_rows
@@ -274,12 +274,25 @@ def test_chunk_starts_follow_pyarrows_rule():
         chunk_starts([7], 0, 6)
 
 
-def test_piece_bounds_restart_at_each_chunk():
-    assert piece_bounds(5000, [], 1024) == [0, 1024, 2048, 3072, 4096, 5000]
-    assert piece_bounds(5000, [1500], 1024) == [0, 1024, 1500, 2524, 3548, 4572, 5000]
-    assert piece_bounds(10, [0, 4], 1024) == [0, 4, 10]
+def test_piece_plan_cuts_where_write_batches_start():
+    # Arrays aligned on 1,024 rows: zero-copy slices; cuts restart at a chunk start (1500).
+    assert piece_plan(5000, [], [2048, 5000]) == [(0, 2048, False), (2048, 5000, False)]
+    assert piece_plan(5000, [1500], [5000]) == [(0, 1500, False), (1500, 5000, False)]
+    assert piece_plan(5000, [1500], [3000, 5000]) == [
+        (0, 1500, False),
+        (1500, 2524, False),
+        (2524, 3548, True),
+        (3548, 5000, False),
+    ]
+    # An array ending off a cut: the 1,024 rows across it are copied.
+    assert piece_plan(3000, [], [1500, 3000]) == [
+        (0, 1024, False),
+        (1024, 2048, True),
+        (2048, 3000, False),
+    ]
+    assert piece_plan(10, [0, 4], [10]) == [(0, 4, False), (4, 10, False)]
     with pytest.raises(ValueError, match="multiple of 1024"):
-        piece_bounds(10, [], 1000)
+        ParquetRowWriter(Path("x.parquet"), piece_rows=1000)
 
 
 def test_parquet_chunks_split_where_pyarrow_splits_a_long_column(tmp_path):
