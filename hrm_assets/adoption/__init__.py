@@ -6,6 +6,8 @@ platform's own inputs without copying or modifying them.
   ``blobs/``): their files by source, content versions and provenance.
 - :mod:`~hrm_assets.adoption.objects`: cleaned roots in object storage (``s3://``), listed and
   hashed in one streaming pass per changed object, read in place.
+- :mod:`~hrm_assets.adoption.roots`: the adopted roots, folders or ``s3://``, chosen once;
+  their files and content hashes (or the project's own cleaned files) behind one interface.
 - :mod:`~hrm_assets.adoption.provenance`: the Hub corpus of each adopted file, recorded beside
   the tokenized folders and credited in the data card.
 - :mod:`~hrm_assets.adoption.tokenized`: a tokenized root data_io's binary wrote: its folders

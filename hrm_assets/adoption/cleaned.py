@@ -17,9 +17,10 @@ silently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,6 +134,10 @@ def by_source(
     claimed = {item.safe_name for items in found.values() for item in items}
     unknown = [item for item in files if item.safe_name not in claimed]
     return {name: items for name, items in found.items() if items}, unknown
+
+
+# Where the hashes of adopted files are kept, under our data root (never the adopted roots).
+FOLDER_MEMO_FILE = Path(".hrm-build") / "adopted-hashes.json"
 
 
 class HashMemo:
@@ -261,6 +266,23 @@ class AdoptedFolders:
     def url_of(self, item: CleanedFile) -> str:
         return str(item.path)
 
+    def files(self) -> list[CleanedFile]:
+        return list(self.by_name.values())
+
+    @contextlib.contextmanager
+    def read_locally(self, files: Sequence[CleanedFile]) -> Iterator[list[CleanedFile]]:
+        """The files themselves: they are on disk already (what ``AdoptedObjects`` downloads
+        into a temporary folder for a reader of local files)."""
+        yield list(files)
+
+    def sha256(self, item: CleanedFile) -> tuple[int, str]:
+        """(size, SHA-256) of the file, hashed unless the memo knows it unchanged."""
+        return self.memo.sha256(item.path)
+
+    def save_memo(self) -> None:
+        """Keep the hashes of the files still present in ``memo_file``."""
+        save_memo(self.memo_file, self.memo, self.by_name.values())
+
     def heads(self, files: Sequence[CleanedFile]) -> dict[str, ObjectInfo]:
         """Each file as an object would show it: size, modification time, content SHA-256."""
         found = {}
@@ -268,5 +290,5 @@ class AdoptedFolders:
             size, digest = self.memo.sha256(item.path)
             modified = item.path.stat().st_mtime
             found[item.relative] = ObjectInfo(item.relative, size, "", modified, digest)
-        save_memo(self.memo_file, self.memo, self.by_name.values())
+        self.save_memo()
         return found

@@ -1,8 +1,10 @@
 """Which published cleaned corpus a tokenized folder was made from, carried to the data card.
 
 An adopted Hub corpus (``hf://datasets/<org>/<name>@<rev>/...`` or a Hub-cache snapshot folder)
-is recorded, per cleaned file, in the tokenized root's ``.hrm-cleaned-provenance.json``: the
-dataset id and revision, with the file's size and SHA-256. The folders' own files are left as
+is recorded, per cleaned file, in the tokenized root's ``.hrm-cleaned-provenance.json`` (a
+file on disk, or an object beside the folders of a tokenized root in object storage, fetched
+into its working copy with them): the dataset id and revision, with the file's size and
+SHA-256. The folders' own files are left as
 they are (their arrays and ``tokenizer_info.json`` are data_io's bytes; this record is ours, a
 hidden file beside them that data_io's sampler, which takes folders as tasks, never reads).
 
@@ -15,12 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 from hrm_assets.adoption.cleaned import AdoptedCorpus, provenance_of
+from hrm_assets.common.data_root import DataRoot
+from hrm_assets.common.storage import ObjectStore
 from hrm_assets.contracts.cleaned_provenance import (
     PROVENANCE_FILE,
     RECORD_FORMAT,
+    provenance_files,
     read_provenance,
 )
 
@@ -43,17 +47,28 @@ def hub_files(corpus: AdoptedCorpus) -> dict[str, dict[str, object]]:
     return dict(sorted(found.items()))
 
 
-def keep_provenance(tokenized_root: Path, files: Mapping[str, Mapping[str, object]]) -> bool:
-    """Record ``files`` (:func:`hub_files`) in the tokenized root, keeping the entries of
-    folders already recorded and no longer adopted (their folders may still be sampled).
-    Writes only when something changed; returns whether it wrote."""
-    from hrm_assets.common.atomic import atomic_write_text
-
-    current = read_provenance(tokenized_root)
+def keep_provenance(tokenized: DataRoot, files: Mapping[str, Mapping[str, object]]) -> bool:
+    """Record ``files`` (:func:`hub_files`) in the tokenized root, on disk or in object
+    storage, keeping the entries of folders already recorded and no longer adopted (their
+    folders may still be sampled). Writes only when something changed, in one atomic step (a
+    renamed file; one PUT, which readers see whole or not at all); returns whether it wrote."""
+    if not files:
+        return False
+    remote = tokenized.remote
+    store = ObjectStore(remote) if remote is not None else None
+    if store is not None:
+        current = provenance_files(store.get_bytes(PROVENANCE_FILE))
+    else:
+        current = read_provenance(tokenized.local)
     merged = dict(sorted({**current, **{k: dict(v) for k, v in files.items()}}.items()))
     if merged == current:
         return False
-    Path(tokenized_root).mkdir(parents=True, exist_ok=True)
     text = json.dumps({"format": RECORD_FORMAT, "files": merged}, sort_keys=True, indent=1)
-    atomic_write_text(Path(tokenized_root) / PROVENANCE_FILE, text + "\n")
+    if store is not None:
+        store.put_bytes(PROVENANCE_FILE, (text + "\n").encode("utf-8"))
+        return True
+    from hrm_assets.common.atomic import atomic_write_text
+
+    tokenized.local.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(tokenized.local / PROVENANCE_FILE, text + "\n")
     return True

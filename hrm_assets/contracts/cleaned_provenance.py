@@ -21,11 +21,21 @@ RECORD_FORMAT = "hrm-data-cleaned-provenance/1"
 
 
 def read_provenance(tokenized_root: Path) -> dict[str, dict[str, object]]:
-    """The recorded files of a tokenized root (empty when it has no record or an unreadable
-    one: then nothing is credited)."""
+    """The recorded files of a tokenized root on disk, or of the working copy of one in object
+    storage, where the record is fetched with the folders (empty when it has no record or an
+    unreadable one: then nothing is credited)."""
     try:
-        value = json.loads((Path(tokenized_root) / PROVENANCE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = (Path(tokenized_root) / PROVENANCE_FILE).read_bytes()
+    except OSError:
+        return {}
+    return provenance_files(data)
+
+
+def provenance_files(data: bytes | None) -> dict[str, dict[str, object]]:
+    """The recorded files of a record's bytes (empty for none or an unreadable one)."""
+    try:
+        value = json.loads(data) if data is not None else None
+    except ValueError:
         return {}
     files = value.get("files") if isinstance(value, dict) else None
     return files if isinstance(files, dict) else {}

@@ -186,25 +186,32 @@ def build_in_object_storage(
 
 
 def build_on_disk_from_objects(
-    spec: SourceSpec,
-    partitions: Sequence[str],
+    files: list[CleanedFile],
+    failures: list[TokenizeFailure],
     cleaned: CleanedObjects,
     tokenized_root: Path,
     setup: TokenizerSetup,
     threads: int | None,
+    *,
+    write_info: bool = True,
+    kept: int = 0,
 ) -> TokenizedBuild:
-    """Tokenize the partitions' cleaned objects (adopted ``s3://`` roots, read where they are)
-    into a tokenized root on disk, skipping folders current for the objects' content hashes."""
-    files, failures = cleaned_files_for(spec, cleaned.local, partitions, cleaned)
-    write_tokenizer_info(tokenized_root, setup)
+    """Tokenize cleaned objects (adopted ``s3://`` roots, read where they are; their files
+    found by :func:`cleaned_files_for`) into a tokenized root on disk, skipping folders
+    current for the objects' content hashes; ``kept`` and ``write_info`` as for
+    :func:`build_on_disk` (folders another tool wrote, adopted)."""
+    if write_info:
+        write_tokenizer_info(tokenized_root, setup)
     options = cleaned.storage_options() if files else {}
-    return TokenizedBuild(
+    build = TokenizedBuild(
         files,
         failures,
         tokenize_objects(files, cleaned, tokenized_root, setup, options, threads=threads),
         vocab_size=recorded_vocab_size(tokenized_root),
         tokenized_root=tokenized_root,
     )
+    build.counts["unchanged"] += kept
+    return build
 
 
 def recorded_vocab_size(tokenized_root: Path) -> int:

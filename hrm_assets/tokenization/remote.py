@@ -49,6 +49,7 @@ from hrm_assets.common.storage import (
     remote_tree_sha256,
     storage_options,
 )
+from hrm_assets.contracts.cleaned_provenance import PROVENANCE_FILE
 from hrm_assets.contracts.framing import tokenizer_info_json
 from hrm_assets.tokenization.outcomes import written_outcome
 from hrm_assets.tokenization.partitioning import relative_paths_for
@@ -323,9 +324,14 @@ def _write_planned(
             yield written_outcome(item.safe_name, metadata, result, local / item.safe_name)
 
 
+# The root's own files a working copy holds: data_io's tokenizer_info.json and the record of
+# the cleaned corpus the folders were made from (adoption; the data card reads it).
+ROOT_FILES = (TOKENIZER_INFO_FILE, PROVENANCE_FILE)
+
+
 def mirror_tokenized(root: ObjectRoot, local: Path | None = None) -> Path:
     """Refresh the local working copy of a remote tokenized root for the sampler and return
-    it: ``tokenizer_info.json`` and every complete folder (by the rules above; incomplete ones
+    it: :data:`ROOT_FILES` and every complete folder (by the rules above; incomplete ones
     are absent here too). Files are fetched only when their ETag changed; folders no longer
     complete remotely are removed from the copy. Call it, and read the copy, with
     :func:`mirror_lock` held."""
@@ -345,7 +351,7 @@ def mirror_tokenized(root: ObjectRoot, local: Path | None = None) -> Path:
     wanted = {
         relative: info
         for relative, info in listing.items()
-        if relative == TOKENIZER_INFO_FILE or relative.partition("/")[0] in complete
+        if relative in ROOT_FILES or relative.partition("/")[0] in complete
     }
     local = Path(local) if local is not None else mirror_path(root)
     local.mkdir(parents=True, exist_ok=True)

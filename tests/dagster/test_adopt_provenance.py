@@ -80,3 +80,54 @@ def test_a_plain_folder_credits_no_cleaned_corpus(tmp_path, real_raw, small_toke
     assert not (platform.paths.tokenized_root / PROVENANCE_FILE).exists()
     card, markdown = sampled_card(platform, tmp_path / "sampled")
     assert "cleaned_corpora" not in card and "## Cleaned corpus" not in markdown
+
+
+def test_a_hub_corpus_tokenized_into_a_bucket_is_credited(
+    s3_bucket, tmp_path, real_raw, small_tokenizer_path, monkeypatch
+):
+    """Adopted Hub folders tokenized into a tokenized root in object storage: the record is an
+    object beside the folders (one PUT, with its SHA-256), fetched into the working copy the
+    sampler reads, and the sampled folder's data card credits the corpus."""
+    import hashlib
+
+    from hrm_assets.common.data_root import DataRoot
+    from hrm_assets.common.storage import ObjectRoot, ObjectStore
+    from hrm_assets.sampling.remote_input import readable_tokenized
+
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    write_data_io_layout(tmp_path / "download", real_raw)
+    roots = as_hub_cache(tmp_path / "download", tmp_path / "hub")
+    users = tree_state(tmp_path / "hub")
+    tokenizer_dir = tmp_path / "bpe"
+    tokenizer_dir.mkdir()
+    (tokenizer_dir / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    tokenized_url = f"s3://{s3_bucket}/tokenized"
+    platform = Platform(tmp_path, roots, tokenizer_dir, tokenized_at=tokenized_url)
+    platform.sensor_tick()
+    platform.automation_tick()
+
+    store = ObjectStore(ObjectRoot.parse(tokenized_url))
+    data = store.get_bytes(PROVENANCE_FILE)
+    record = json.loads(data)
+    assert sorted(record["files"]) == TASKS
+    assert {(e["hub_id"], e["revision"]) for e in record["files"].values()} == {(HUB_ID, REVISION)}
+    assert store.head(PROVENANCE_FILE).sha256 == hashlib.sha256(data).hexdigest()
+    etag = store.head(PROVENANCE_FILE).etag
+    platform.sensor_tick()
+    assert store.head(PROVENANCE_FILE).etag == etag, "an unchanged record is not written again"
+    assert not (tmp_path / "ours" / "tokenized").exists(), "nothing kept on disk instead"
+
+    tokenized = DataRoot(ObjectRoot.parse(tokenized_url))
+    with readable_tokenized(tokenized, None, lambda line: None) as (local, _):
+        config = SamplingConfig(
+            tokenized_path=local,
+            output_path=tmp_path / "sampled",
+            prefix_config_path=settings.default_prefix_config_path(),
+            epochs=2,
+        )
+        sample_tokenized(config)
+    card = json.loads((tmp_path / "sampled" / "datacard.json").read_text())
+    markdown = (tmp_path / "sampled" / "DATACARD.md").read_text()
+    assert card["cleaned_corpora"] == [{"hub_id": HUB_ID, "revision": REVISION, "tasks": 4}]
+    assert f"| `{HUB_ID}` | `{REVISION}` | 4 |" in markdown
+    assert tree_state(tmp_path / "hub") == users

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hrm_assets.common import settings
 from hrm_assets.common.layout import LayoutError
-from hrm_assets.common.storage import ObjectRoot, is_url
+from hrm_assets.common.storage import is_url
 from hrm_assets.local_env import set_env_default
 
 
@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Dagster and the definitions read the environment when loaded: imported once it is set.
     import dagster as dg
 
+    from hrm_assets.adoption.tokenized import has_foreign_folders
+    from hrm_assets.common.data_root import DataRoot
     from hrm_assets.defs.cleaned.adopted import plan_adoption
     from hrm_assets.defs.common.resources import DataPaths
     from hrm_assets.defs.tokenized.partitions import (
@@ -68,11 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     data_paths = DataPaths.from_environment()
-    # A tokenized root in object storage set in the environment is where our step writes
-    # (adopted s3:// corpora are tokenized there); only --tokenized asks to adopt one.
+    tokenized_root = DataRoot(data_paths.tokenized_location)
+    # A tokenized root set in the environment is where our step writes (adopted corpora are
+    # tokenized there); it is adopted when --tokenized names it, or when it is on disk and
+    # holds folders another tool wrote (data_io's, kept in .env by an earlier --tokenized).
     tokenized = bool(args.tokenized) or (
         bool(os.environ.get(settings.TOKENIZED_ROOT_ENV))
-        and not isinstance(data_paths.tokenized_location, ObjectRoot)
+        and tokenized_root.remote is None
+        and has_foreign_folders(tokenized_root.local)
     )
     try:
         adopted_roots = data_paths.adopted_cleaned_roots  # hf:// addresses resolved here
@@ -110,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if tokenized:
             from hrm_assets.defs.tokenized.adopted import adopt_tokenized
 
-            if isinstance(data_paths.tokenized_location, ObjectRoot):
+            if tokenized_root.remote is not None:
                 print("error: a tokenized root in object storage is not adopted", file=sys.stderr)
                 return 2
             adoption = adopt_tokenized(instance, data_paths)

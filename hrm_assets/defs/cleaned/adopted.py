@@ -18,15 +18,13 @@ from hrm_assets.adoption.cleaned import (
     AdoptedCorpus,
     AdoptedFolders,
     SourceFiles,
-    adopt_cleaned,
     file_records,
-    load_memo,
-    save_memo,
 )
-from hrm_assets.adoption.objects import OBJECT_MEMO_FILE, AdoptedObjects, adopt_objects
+from hrm_assets.adoption.objects import AdoptedObjects
 from hrm_assets.adoption.provenance import hub_files, keep_provenance
+from hrm_assets.adoption.roots import adopted_roots, read_corpus
 from hrm_assets.cleaning.sources import SOURCES, SourceSpec
-from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.defs.cleaned.checks import rows_valid_result
 from hrm_assets.defs.common.keys import cleaned_key
 from hrm_assets.defs.common.metadata import table
@@ -36,19 +34,10 @@ from hrm_assets.defs.tokenizer.assets import adopted_tokenizer_record
 DATA_VERSION_TAG = "dagster/data_version"
 
 
-def memo_path(data_paths: DataPaths) -> Path:
-    """Where the adopted files' hashes are kept between ticks (our data root, never theirs)."""
-    return data_paths.root / ".hrm-build" / "adopted-hashes.json"
-
-
-def object_memo_path(data_paths: DataPaths) -> Path:
-    """Where the adopted objects' hashes are kept, by (key, size, ETag, last modified)."""
-    return data_paths.root / OBJECT_MEMO_FILE
-
-
-def adopted_object_roots(data_paths: DataPaths) -> list[ObjectRoot]:
-    """The adopted roots when they are in object storage (settings refuse a mix), else []."""
-    return [root for root in data_paths.adopted_cleaned_roots if isinstance(root, ObjectRoot)]
+def adopted(data_paths: DataPaths) -> AdoptedFolders | AdoptedObjects | None:
+    """The adopted roots listed now, with the hashes kept from earlier looks (None: the
+    cleaned root is ours)."""
+    return adopted_roots(data_paths.adopted_cleaned_roots, data_paths.root)
 
 
 def local_adopted_root(data_paths: DataPaths) -> Path:
@@ -57,49 +46,35 @@ def local_adopted_root(data_paths: DataPaths) -> Path:
     return local_path(data_paths.adopted_cleaned_roots[0])
 
 
-def read_adopted_objects(data_paths: DataPaths) -> tuple[AdoptedObjects, AdoptedCorpus]:
-    """The adopted object roots listed now, objects hashed where their listing changed."""
-    objects = adopted_objects(data_paths)
-    corpus = adopt_objects(objects, SOURCES.values())
-    objects.save_memo()
-    return objects, corpus
-
-
-def read_adopted(data_paths: DataPaths) -> AdoptedCorpus:
-    """The adopted roots read now, their files hashed where they changed."""
-    if adopted_object_roots(data_paths):
-        return read_adopted_objects(data_paths)[1]
-    memo = load_memo(memo_path(data_paths))
-    corpus = adopt_cleaned(data_paths.adopted_cleaned_roots, SOURCES.values(), memo)
-    save_memo(memo_path(data_paths), memo, corpus.files())
-    if not isinstance(data_paths.tokenized_location, ObjectRoot):
-        # The Hub corpus of each file, for the data cards of the epochs sampled from it.
-        keep_provenance(data_paths.tokenized_root, hub_files(corpus))
-    return corpus
-
-
-def adopted_objects(data_paths: DataPaths) -> AdoptedObjects:
-    """The adopted object roots listed now, with the hashes kept from earlier looks."""
-    return AdoptedObjects(adopted_object_roots(data_paths), object_memo_path(data_paths))
+def read_adopted(
+    data_paths: DataPaths,
+) -> tuple[AdoptedFolders | AdoptedObjects, AdoptedCorpus]:
+    """The adopted roots read now, their files hashed where they changed; the Hub corpus of
+    each file recorded beside the tokenized folders (on disk or in the bucket), for the data
+    cards of the epochs sampled from them."""
+    roots = adopted(data_paths)
+    assert roots is not None, "read_adopted is called with adopted roots"
+    corpus = read_corpus(roots, SOURCES.values())
+    keep_provenance(DataRoot(data_paths.tokenized_location), hub_files(corpus))
+    return roots, corpus
 
 
 def adopted_objects_to_tokenize(data_paths: DataPaths) -> AdoptedObjects | None:
     """The adopted object roots, listed now, for the tokenized step (the Rust core reads each
     object where it is, into a tokenized root on disk or in object storage), or None when the
     adopted roots are folders or there are none."""
-    return adopted_objects(data_paths) if adopted_object_roots(data_paths) else None
+    roots = adopted(data_paths)
+    return roots if isinstance(roots, AdoptedObjects) else None
 
 
 def adopted_folders_for_bucket(data_paths: DataPaths) -> AdoptedFolders | None:
     """The adopted folders, for a tokenized root in object storage (the Rust core reads each
     file from disk and publishes its folder in the bucket), or None: no adopted folders, or a
     tokenized root on disk (where the step on disk tokenizes them)."""
-    roots = data_paths.adopted_cleaned_roots
-    if not roots or adopted_object_roots(data_paths):
+    if DataRoot(data_paths.tokenized_location).remote is None:
         return None
-    if not isinstance(data_paths.tokenized_location, ObjectRoot):
-        return None
-    return AdoptedFolders(roots, memo_path(data_paths))
+    roots = adopted(data_paths)
+    return roots if isinstance(roots, AdoptedFolders) else None
 
 
 def adopted_metadata(source: SourceFiles, corpus: AdoptedCorpus) -> dict:
@@ -157,15 +132,10 @@ def record_adopted_source(
     """The cleaned asset's run in adoption mode: the files recorded and checked, none written."""
     from hrm_assets.defs.tokenized.partitions import sync_partitions
 
-    if adopted_object_roots(data_paths):
-        objects, corpus = read_adopted_objects(data_paths)
-        source = corpus.sources[spec.name]
-        with objects.read_locally(source.files) as copies:
-            rows_valid = rows_valid_result(copies)
-    else:
-        corpus = read_adopted(data_paths)
-        source = corpus.sources[spec.name]
-        rows_valid = rows_valid_result(source.files)
+    roots, corpus = read_adopted(data_paths)
+    source = corpus.sources[spec.name]
+    with roots.read_locally(source.files) as readable:  # objects: a temporary copy
+        rows_valid = rows_valid_result(readable)
     context.log.info(
         f"{spec.name}: {len(source.files)} adopted file(s) recorded as they are (not cleaned)"
     )
@@ -229,7 +199,7 @@ def plan_adoption(instance: dg.DagsterInstance, data_paths: DataPaths) -> Adopti
     """Read the adopted roots and compare them with what ``instance`` recorded."""
     from hrm_assets.defs.tokenized.partitions import partition_requests
 
-    corpus = read_adopted(data_paths)
+    corpus = read_adopted(data_paths)[1]
     events = changed_sources(instance, corpus)
     tokenizer = adopted_tokenizer_record(instance, data_paths)
     if tokenizer is not None:

@@ -2,6 +2,8 @@
 --tokenized ROOT``): each of its folders whose partition is registered is hashed once, checked
 (``hrm_assets.adoption.tokenized``) and recorded as that partition's materialization, with the
 data version our step would give the file; the step then keeps it (``split_adopted_folders``).
+The cleaned files are the adopted folders, the adopted ``s3://`` roots (their kept hashes: an
+unchanged object is not read) or our own cleaned root (``hrm_assets.adoption.roots``).
 """
 
 from __future__ import annotations
@@ -10,17 +12,21 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from hrm_assets.adoption.tokenized import adopt_folder, is_foreign, tokenizer_info_problems
+from hrm_assets.adoption.roots import cleaned_content
+from hrm_assets.adoption.tokenized import (
+    adopt_folder,
+    has_foreign_folders,
+    is_foreign,
+    tokenizer_info_problems,
+)
 from hrm_assets.cleaning.sources import SOURCES
-from hrm_assets.common.layout import CleanedFile, scan_cleaned_tree
-from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.contracts.cleaned_provenance import read_provenance
 from hrm_assets.defs.common.keys import TOKENIZER_KEY, cleaned_key, tokenized_key
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.tokenized.assets import CODE_VERSION, tokenizer_setup
 from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.defs.tokenized.records import recorded_data_versions, version_tags
-from hrm_assets.tokenization.tokenize import expected_data_version
+from hrm_assets.tokenization.versions import data_version
 
 DATA_VERSION_TAG = "dagster/data_version"
 
@@ -32,37 +38,25 @@ class TokenizedAdoption:
     refused: list[str] = field(default_factory=list)  # one line each
 
 
-def cleaned_files(data_paths: DataPaths) -> dict[str, CleanedFile]:
-    """Every cleaned file by tokenized folder name: the adopted roots', or the cleaned root's."""
-    if data_paths.adopted_cleaned_roots:
-        from hrm_assets.adoption.cleaned import scan_adopted
-
-        files = scan_adopted(data_paths.adopted_cleaned_roots).files
-    else:
-        files = scan_cleaned_tree(data_paths.cleaned_root).files
-    return {item.safe_name: item for item in files}
-
-
 def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> TokenizedAdoption:
     """Records for the folders of the tokenized root that another tool wrote, for registered
-    partitions; nothing when the root's ``tokenizer_info.json`` disagrees with the tokenizer
-    in use (said in ``refused``)."""
-    if any(isinstance(root, ObjectRoot) for root in data_paths.adopted_cleaned_roots):
-        return TokenizedAdoption(
-            refused=[
-                "nothing adopted: a tokenized root is adopted with cleaned folders, not "
-                "with s3:// cleaned roots"
-            ]
-        )
+    partitions, their cleaned files adopted folders, ``s3://`` roots or our cleaned root;
+    nothing when the root holds no such folder, or when its ``tokenizer_info.json`` disagrees
+    with the tokenizer in use (said in ``refused``)."""
     root = data_paths.tokenized_root
+    outcome = TokenizedAdoption()
+    if not has_foreign_folders(root):
+        return outcome
     setup = tokenizer_setup(data_paths)
     expected = setup.framing.tokenizer_info(setup.given_path, setup.encoder().vocab_size)
-    outcome = TokenizedAdoption()
     problems = tokenizer_info_problems(root, expected)
     if problems:
         outcome.refused = [f"nothing adopted: {problem}" for problem in problems]
         return outcome
-    files = cleaned_files(data_paths)
+    cleaned = cleaned_content(
+        data_paths.adopted_cleaned_roots, data_paths.root, data_paths.cleaned_root
+    )
+    files = {item.safe_name: item for item in cleaned.files()}
     hub = read_provenance(root)  # the Hub corpus of each cleaned file, when adopted from one
     for name in SOURCES:
         key = tokenized_key(name)
@@ -77,11 +71,12 @@ def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> Toke
         recorded = recorded_data_versions(instance, key, [item.safe_name for item in foreign])
         tags = version_tags(instance, [cleaned_key(name), TOKENIZER_KEY], CODE_VERSION)
         for item in foreign:
-            version = expected_data_version(item, setup)
+            size, digest = cleaned.sha256(item)
+            version = data_version(digest, setup)
             if recorded.get(item.safe_name) == version:
                 outcome.current += 1
                 continue
-            folder = adopt_folder(root, item)
+            folder = adopt_folder(root, item, size)
             if isinstance(folder, str):
                 outcome.refused.append(folder)
                 continue
@@ -94,7 +89,7 @@ def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> Toke
                         "adopted": True,
                         "dagster/row_count": folder.rows,
                         "tokens": folder.tokens,
-                        "source_bytes": item.path.stat().st_size,
+                        "source_bytes": size,
                         "arrays": dg.MetadataValue.json(
                             {n: {"size": s, "sha256": d} for n, (s, d) in folder.arrays.items()}
                         ),
@@ -103,6 +98,7 @@ def adopt_tokenized(instance: dg.DagsterInstance, data_paths: DataPaths) -> Toke
                     tags={**tags, DATA_VERSION_TAG: version},
                 )
             )
+    cleaned.save_memo()
     return outcome
 
 

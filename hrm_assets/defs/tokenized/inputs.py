@@ -2,7 +2,7 @@
 cleaned files, and folders another tool wrote (adopted, never rewritten), turned into the
 stage's build (``hrm_assets.tokenization.build``)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -38,6 +38,7 @@ def start_build(
     threads: int | None,
 ) -> TokenizedBuild:
     """The tokenized build of ``partitions``, on disk or in object storage as the roots are."""
+    from hrm_assets.adoption.tokenized import version_of
     from hrm_assets.defs.cleaned.adopted import (
         adopted_folders_for_bucket,
         adopted_objects_to_tokenize,
@@ -51,8 +52,21 @@ def start_build(
         remote = (adopted, RemoteTokenized(tokenized.remote))
         return build_in_object_storage(spec, partitions, remote, setup, threads)
     if objects is not None:
+        files, failures = cleaned_files_for(spec, objects.local, partitions, objects)
+        root = tokenized.local
+        files, kept, refused = split_adopted_folders(
+            instance, asset_key, files, root, version_of(objects, setup)
+        )
+        objects.save_memo()
         return build_on_disk_from_objects(
-            spec, partitions, objects, tokenized.local, setup, threads
+            files,
+            failures + refused,
+            objects,
+            root,
+            setup,
+            threads,
+            write_info=not keeps_adopted_info(root, setup),
+            kept=kept,
         )
     remote_roots = object_roots(DataRoot(data_paths.cleaned_location), tokenized)
     if remote_roots is not None:
@@ -65,7 +79,9 @@ def start_build(
         files, failures = cleaned_files_for(spec, data_paths.cleaned_root, partitions)
     # Before anything is written: nested roots would put outputs among the cleaned files.
     check_roots_apart(adopted or [data_paths.cleaned_root], tokenized_root)
-    files, kept, refused = split_adopted_folders(instance, asset_key, files, tokenized_root, setup)
+    files, kept, refused = split_adopted_folders(
+        instance, asset_key, files, tokenized_root, lambda item: expected_data_version(item, setup)
+    )
     return build_on_disk(
         files,
         failures + refused,
@@ -106,32 +122,19 @@ def split_adopted_folders(
     asset_key: dg.AssetKey,
     files: list[CleanedFile],
     tokenized_root: Path,
-    setup: TokenizerSetup,
+    version: Callable[[CleanedFile], str],
 ) -> tuple[list[CleanedFile], int, list[TokenizeFailure]]:
     """(the files to tokenize, how many folders adopted from another tool are current, a
-    failure for each such folder that is not). A folder hrm-data did not write is never
-    rewritten: it is current when its record (``python -m hrm_assets.adoption --tokenized``)
-    has the version this file and tokenizer give; otherwise its partition fails, saying so."""
-    from hrm_assets.adoption.tokenized import is_foreign
+    failure for each such folder that is not), decided by
+    :func:`hrm_assets.adoption.tokenized.split_foreign_folders` from the partitions' records
+    and ``version`` (the data version each cleaned file gives now)."""
+    from hrm_assets.adoption.tokenized import is_foreign, split_foreign_folders
 
-    foreign = [item for item in files if is_foreign(tokenized_root / item.safe_name)]
+    foreign = [item.safe_name for item in files if is_foreign(tokenized_root / item.safe_name)]
     if not foreign:
         return files, 0, []
-    recorded = recorded_data_versions(instance, asset_key, [item.safe_name for item in foreign])
-    kept, refused = 0, []
-    for item in foreign:
-        if recorded.get(item.safe_name) == expected_data_version(item, setup):
-            kept += 1
-            continue
-        problem = (
-            f"{tokenized_root / item.safe_name} was written by another tool (data_io's "
-            "tokenizer?) and hrm-data never modifies it; it is not adopted for this cleaned file "
-            "and tokenizer (python -m hrm_assets.adoption --tokenized adopts a current one): "
-            "move it away to have it tokenized"
-        )
-        refused.append(TokenizeFailure(item.safe_name, FileExistsError(problem)))
-    chosen = {item.safe_name for item in foreign}
-    return [item for item in files if item.safe_name not in chosen], kept, refused
+    recorded = recorded_data_versions(instance, asset_key, foreign)
+    return split_foreign_folders(files, tokenized_root, recorded, version)
 
 
 def keeps_adopted_info(tokenized_root: Path, setup: TokenizerSetup) -> bool:
