@@ -173,3 +173,61 @@ def test_an_s3_corpus_is_tokenized_by_automation_into_a_root_on_disk(
     assert objects_state(corpus) == users
     assert not (tmp_path / "ours" / "cleaned").exists()
     assert [p for p in (tmp_path / "cache").rglob("*") if p.is_file()] == []
+
+
+def test_an_s3_corpus_adopted_from_the_command_line_is_tokenized_into_folders_on_disk(
+    s3_server, s3_bucket, tmp_path, real_raw, small_tokenizer_path
+):
+    """The commands docs/COMING_FROM_DATA_IO.md gives, run as a user runs them:
+    ``python -m hrm_assets.adoption --cleaned s3://...`` with a tokenized root on disk in
+    ``.env``, then ``hrm-materialize-tokenized``; the folders hold what ``hrm-tokenize`` gives
+    for the same files from disk, and a second run reads no object."""
+    import sys
+
+    from support.project_commands import commands_in
+
+    layout = tmp_path / "download"
+    write_data_io_layout(layout, real_raw)
+    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
+    upload_as_someone_else(layout, corpus)
+    users = objects_state(corpus)
+    (tmp_path / "bpe").mkdir()
+    (tmp_path / "bpe" / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
+    tokenized_root = tmp_path / "tokenized"
+    (tmp_path / ".env").write_text(
+        f"HRM_TOKENIZED_ROOT=${{HRM_TOKENIZED_ROOT:-{tokenized_root}}}\n"
+        f"HRM_CACHE_DIR=${{HRM_CACHE_DIR:-{tmp_path / 'cache'}}}\n"
+    )
+    run = commands_in(tmp_path)
+    roots = f"s3://{s3_bucket}/corpus/data:s3://{s3_bucket}/corpus/data_clustered"
+
+    adopted = run(sys.executable, "-m", "hrm_assets.adoption", "--cleaned", roots,
+                  "--tokenizer", "bpe")  # fmt: skip
+    assert adopted.returncode == 0, adopted.stderr[-3000:]
+    assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
+    assert f"adopted tokenized root {tokenized_root}" not in adopted.stdout  # none to adopt
+    sources = ("flan", "gsm8k_train", "math_train")
+    done = run("hrm-materialize-tokenized", *sources)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("tokenized/flan:"))
+    assert line.endswith("): 2 tokenized, 0 unchanged"), line
+
+    reference = tmp_path / "from-disk"
+    made = run("hrm-tokenize", "download/data", "download/data_clustered", "-o", str(reference),
+               "-t", "bpe/tokenizer.json", "--no-progress")  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    names = sorted([*FLAN_KEYS, "gsm8k_train.jsonl", "math_train.jsonl"])
+    assert sorted(p.name for p in tokenized_root.iterdir() if p.is_dir()) == names
+    for name in names:
+        same_as_from_disk(tokenized_root / name, reference / name)
+    before = {name: folder_files(tokenized_root / name) for name in names}
+
+    with s3_server.recording() as requests:
+        again = run("hrm-materialize-tokenized", *sources)
+        assert data_reads(requests(), s3_bucket) == set()
+    assert again.returncode == 0, again.stderr[-3000:]
+    line = next(ln for ln in again.stdout.splitlines() if ln.startswith("tokenized/flan:"))
+    assert line.endswith("): 0 tokenized, 2 unchanged"), line
+    assert {name: folder_files(tokenized_root / name) for name in names} == before
+    assert objects_state(corpus) == users
+    assert [p for p in (tmp_path / "cache").rglob("*") if p.is_file()] == []
