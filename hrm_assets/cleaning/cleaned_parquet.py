@@ -71,7 +71,7 @@ DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
 # A writer holding more text of one row group than this spills it, whatever its budget says:
 # its row group is large, and a spilled row group is written from its file (mapped, its pages
 # dropped as written) with no copy on the heap.
-LARGE_ROW_GROUP_BYTES = 64 * 1024 * 1024
+LARGE_ROW_GROUP_BYTES = 32 * 1024 * 1024
 
 
 def chunk_starts(
@@ -461,6 +461,10 @@ class ParquetRowWriter:
             del table, joined
             rows = pa.Table.from_arrays(columns, schema=self._schema)
             del columns
+            if self._mapped:
+                # A large row group follows a long read: what the allocator kept of it goes
+                # back to the system before the write.
+                pa.default_memory_pool().release_unused()
             with pages_dropped_while(self._mapped):
                 self._parquet_writer().write_table(rows)
             del rows

@@ -155,7 +155,7 @@ def test_mapped_pages_are_dropped_while_read(tmp_path):
 def test_a_large_row_group_is_written_in_bounded_memory(tmp_path):
     """One row group of ~800 MB of text (200,000 rows) written through ``write_batch`` in
     batches, as the engine writes OpenMathInstruct-2's cot file: the writer's peak resident
-    memory over the process's before is about what it holds before spilling (64 MiB of
+    memory over the process's before is about what it holds before spilling (32 MiB of
     text) and a few batches, far below the row group."""
     code = textwrap.dedent(
         """
