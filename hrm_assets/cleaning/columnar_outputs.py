@@ -91,6 +91,18 @@ class OutputUnit:
             self.direct[relative] = self.direct.get(relative, 0) + text
             _account(file_report, rows)
             return
+        if not self.pieces and all(self.outputs.is_open(files[int(code)]) for code in present):
+            # Every output here has its streaming writer open (static outputs, such as
+            # OpenMathInstruct-2's cot and direct): each group goes straight to its writer,
+            # which spills a large row group itself; storing the rows would spill them twice.
+            # One take per output: a writer holding its group must not pin the others' rows.
+            for code in present.tolist():
+                group, relative = rows.take(pa.array(np.flatnonzero(codes == code))), files[code]
+                text = int(_text_lengths(group).sum())
+                self.outputs.writer(relative, self.budget).write_batch(group, text)
+                self.direct[relative] = self.direct.get(relative, 0) + text
+                _account(reports[code], group)
+            return
         if self.store is None:
             first = self.outputs.out_root / files[int(codes[0])]
             self.store = BatchStore(first, self.store_budget)

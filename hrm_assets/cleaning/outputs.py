@@ -160,6 +160,10 @@ class CleanedOutputs:
         """Whether the run writes a file for ``relative``."""
         return relative in self.writers or relative in self.written
 
+    def is_open(self, relative: str) -> bool:
+        """Whether ``relative`` has a streaming writer that takes rows (opened, not closed)."""
+        return relative in self._open_writers
+
     def close(self, relative: str) -> None:
         """Finish the file of ``relative`` now (its writer takes no more rows)."""
         with self._lock:
