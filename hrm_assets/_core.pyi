@@ -314,3 +314,15 @@ def normalized_words(text: str) -> list[str]:
 def duplicate_keys(instructions: list[str], responses: list[str]) -> list[int]:
     """The 64-bit exact-duplicate key of each row ``(instructions[i], responses[i])`` after the
     normalization; ``ValueError`` if the lists differ in length. In parallel, without the GIL."""
+
+def json_lines(
+    keys: list[str],
+    offsets: list[Buffer],
+    data: list[Buffer],
+    valid: list[Buffer | None],
+) -> bytes:
+    """The rows of text columns as JSON lines, each byte for byte orjson's
+    ``dumps({key: value, ...}) + b"\\n"``, keys in ``keys`` order, without the GIL. Column ``i``
+    is ``offsets[i]`` (C-contiguous int64, rows + 1, Arrow's layout) into the bytes ``data[i]``,
+    with ``valid[i]`` (uint8, one a row, 0: a null, written ``null``) or None. A bad shape or a
+    value that is not UTF-8 raises ValueError naming the column and row (from 1)."""

@@ -18,6 +18,7 @@ from hrm_assets.cleaning.cleaned_parquet import (
     ParquetRowWriter,
     write_one_row_group,
 )
+from hrm_assets.cleaning.jsonl_columns import jsonl_lines
 from hrm_assets.cleaning.rows import FIELDS, Row
 from hrm_assets.common.atomic import AtomicGroup, atomic_file
 
@@ -69,10 +70,10 @@ class JsonlWriter:
         self.rows += 1
 
     def write_batch(self, rows, text_bytes: int | None = None) -> None:
-        """Append rows given as Arrow columns named after the row fields, in order."""
-        columns = [rows.column(name).to_pylist() for name in FIELDS]
-        for values in zip(*columns, strict=True):
-            self.write(Row(*values))
+        """Append rows given as Arrow columns named after the row fields, in order (their
+        lines built on the columns: ``jsonl_columns``)."""
+        self._handle.write(jsonl_lines(rows, self.columns))
+        self.rows += rows.num_rows
 
     def __exit__(self, *exc_info) -> bool:
         return self._stack.__exit__(*exc_info)

@@ -7,6 +7,7 @@
 //! - [`sample`]: the sampler's Philox draw, its `epoch_<n>/` arrays, span table and token copy;
 //! - [`npy`]: the `.npy` headers, element types and writers both stages use;
 //! - [`ngram`]: contamination with evaluation sets (hashed word n-grams) and exact duplicates;
+//! - [`jsonl`]: cleaned rows as data_io's JSON lines (orjson's bytes), built from text columns;
 //! - [`scan`]: one read of each file of an output folder for its checks (size, SHA-256 and a
 //!   plain array's length and largest value);
 //! - [`error`]: the one error type.
@@ -15,6 +16,7 @@
 //! the `pyo3` feature) has one binding module per stage that converts types and delegates here.
 
 pub mod error;
+pub mod jsonl;
 pub mod ngram;
 pub mod npy;
 pub mod sample;

@@ -9,7 +9,8 @@
 //! - [`npy`] binds `read_npy_header` and `scan_arrays` (the files of output folders, read once
 //!   for their checks);
 //! - [`ngram`] binds `NgramIndex`, `DuplicateIndex`, `normalized_words` and `duplicate_keys`
-//!   (contamination and duplicates).
+//!   (contamination and duplicates);
+//! - [`jsonl`] binds `json_lines` (cleaned JSONL written from text columns).
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
 //! compiled module by `tests/project/test_extension_stub.py`).
@@ -17,6 +18,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod jsonl;
 mod ngram;
 mod npy;
 mod progress;
@@ -29,5 +31,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     sample::register(module)?;
     npy::register(module)?;
     ngram::register(module)?;
+    jsonl::register(module)?;
     Ok(())
 }
