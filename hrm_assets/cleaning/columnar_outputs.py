@@ -147,7 +147,11 @@ class OutputUnit:
         def write(item: tuple[str, list[tuple[object, int]]]) -> None:
             relative, pieces = item
             text = self.direct.get(relative, 0) + sum(p[1] for p in pieces)
-            with self.gate.hold(text):
+            # Rows written through are held by their writer only up to a large row group's
+            # threshold (past it, in its spill file): what it holds counts, not their text.
+            held = text - self.direct.get(relative, 0)
+            held += getattr(self.outputs.writers.get(relative), "buffered", 0)
+            with self.gate.hold(held):
                 rows = sum(BatchStore.row_count(key) for key, _ in pieces)
                 if self._whole_file(relative, rows, text):
                     # Most task files: one table, one call, no streaming writer.
