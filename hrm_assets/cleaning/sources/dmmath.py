@@ -114,7 +114,8 @@ def _stripped_lines(block: bytes, path: Path):
     import numpy as np
     import pyarrow as pa
 
-    data = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    # Most files have no \r at all: one search instead of two copies of the block.
+    data = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in block else block
     if not data:
         return pa.array([], pa.large_string())
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A) + 1
