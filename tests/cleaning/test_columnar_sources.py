@@ -132,6 +132,26 @@ def test_columnar_equals_the_row_path_at_one_and_two_threads(tmp_path, monkeypat
     assert one.skipped and all(entry.examples for entry in one.skipped.values())
 
 
+def test_gsm8k_batches_where_every_record_gives_its_row(tmp_path, monkeypatch):
+    # The rule copies nothing when no record is left out: same file as the row path.
+    folder = tmp_path / "raw" / "openai" / "gsm8k" / "main"
+    folder.mkdir(parents=True)
+    records = [
+        {"question": f" Q{i} \u2028?\t", "answer": f'step "{i}"\n#### {i}\\ \x01'}
+        for i in range(1200)
+    ]
+    pq.write_table(pa.Table.from_pylist(records), folder / "train-00000-of-00001.parquet")
+    monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
+    spec = get_source("gsm8k_train")
+    ours = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
+    rows = clean_source(
+        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
+    )
+    assert (ours.engine, rows.engine) == ("columnar", "rows")
+    assert ours.rows_written == 1200 and not ours.skipped
+    assert digests(tmp_path / "one") == digests(tmp_path / "rows")
+
+
 def test_dmmath_text_that_is_not_utf8_names_the_file(tmp_path):
     write_dmmath(tmp_path / "raw", random.Random(3), lines=40)
     bad = tmp_path / "raw" / "mathematics_dataset-v1.0" / "train-hard" / "numbers__gcd.txt"
