@@ -275,7 +275,7 @@ def _record_batch(
     if not rows.num_rows:
         return
     _check_utf8(rows, *raw, sources)
-    files, codes = _file_codes(spec, cleaned)
+    files, codes = _file_codes(spec, cleaned, unit.routes)
     file_reports = [report.file(relative) for relative in files]
     suspects = _suspect_rows(rows)
     if suspects:
@@ -303,8 +303,12 @@ def _record_batch(
         unit.add(files, codes, rows, file_reports)
 
 
-def _file_codes(spec: SourceSpec, cleaned: CleanedBatch) -> tuple[list[str], np.ndarray]:
-    """The batch's output files (checked routes, each once) and each row's index into them."""
+def _file_codes(
+    spec: SourceSpec, cleaned: CleanedBatch, routes: dict[str, str]
+) -> tuple[list[str], np.ndarray]:
+    """The batch's output files (checked routes, each once) and each row's index into them.
+    ``routes``: the routes checked by earlier batches (FLAN: the same hundreds of task files
+    in every batch; checking one parses a path)."""
     import numpy as np
 
     rows = cleaned.rows
@@ -321,7 +325,13 @@ def _file_codes(spec: SourceSpec, cleaned: CleanedBatch) -> tuple[list[str], np.
     # Two values may share a file (two FLAN tasks with one safe name): one code per file.
     index: dict[str, int] = {}
     remap = np.array([index.setdefault(name, len(index)) for name in names], dtype=np.int64)
-    files = [spec.checked_route(name) if spec.route else name for name in index]
+    if spec.route:
+        for name in index:
+            if name not in routes:
+                routes[name] = spec.checked_route(name)
+        files = [routes[name] for name in index]
+    else:
+        files = list(index)
     return files, remap[np.asarray(codes, dtype=np.int64)]
 
 

@@ -70,6 +70,8 @@ class OutputUnit:
         self.store_budget = max(1, budget)
         # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
         self.pieces: dict[str, list[tuple[object, int]]] = {}
+        # route -> the checked output path, for the batches of these parts
+        self.routes: dict[str, str] = {}
 
     def __enter__(self) -> OutputUnit:
         return self

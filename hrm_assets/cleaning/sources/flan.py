@@ -25,6 +25,7 @@ Deliberate differences:
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -112,6 +113,12 @@ def clean_flan(record: Record, part: str) -> Iterator[Row]:
     yield Row(SUBSETS[part], str(record["inputs"]), str(record["targets"]))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _task_file(part: str, task: str) -> str:
+    # Every batch names the same tasks again: their file names are worked out once.
+    return f"{FLAN_FOLDER}/{part}__{safe_filename(task)}.parquet"
+
+
 def clean_flan_batch(batch, part: str) -> CleanedBatch:
     """:func:`clean_flan` and :func:`route_flan` on a record batch: rows with a null cell
     skipped, the others routed by their task's safe name, in read order."""
@@ -120,7 +127,7 @@ def clean_flan_batch(batch, part: str) -> CleanedBatch:
     nulls = null_mask(batch, COLUMNS)
     kept = batch.filter(~nulls) if nulls.any() else batch
     tasks = text(kept.column("_task_name")).dictionary_encode()
-    names = [f"flan/{part}__{safe_filename(task)}.parquet" for task in tasks.dictionary.to_pylist()]
+    names = [_task_file(part, task) for task in tasks.dictionary.to_pylist()]
     return CleanedBatch(
         rows=rows_table(
             constant(SUBSETS[part], kept.num_rows), kept.column("inputs"), kept.column("targets")
