@@ -125,11 +125,9 @@ def piece_plan(
             if array >= len(array_ends):
                 raise ValueError(f"arrays ending at {array_ends[-1:]} hold no row {position}")
             array_end = min(array_ends[array], end)
-            stop = (
-                end
-                if array_end == end
-                else begin + (array_end - begin) // WRITE_BATCH_ROWS * (WRITE_BATCH_ROWS)
-            )
+            # The last cut inside this array (or the segment's end, if the array reaches it).
+            whole_batches = (array_end - begin) // WRITE_BATCH_ROWS * WRITE_BATCH_ROWS
+            stop = end if array_end == end else begin + whole_batches
             if stop > position:
                 plan.append((position, stop, False))
             else:
@@ -257,8 +255,7 @@ class ParquetRowWriter:
         self._group_rows = 0
         self._chunk_bytes = [0] * len(self.columns)  # text in each column's open Arrow chunk
         # The spill file of the row group being buffered: one IPC stream, open while rows
-        # are added; then its (offset, size) and the copied pieces' streams, in
-        # _spill_segments.
+        # are added; once closed, its (offset, size) in _spill_segments.
         self._spill_path: Path | None = None
         self._spill_file: pa.NativeFile | None = None
         self._spill_stream: pa.ipc.RecordBatchStreamWriter | None = None
