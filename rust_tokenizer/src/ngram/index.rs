@@ -48,24 +48,21 @@ impl Hasher for KeyHasher {
 
 pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
-/// A blocked Bloom filter in front of a [`KeyMap`]: most windows of a training text are in no
-/// evaluation set, and a bit test costs less than a probe of a table of hundreds of thousands
-/// of keys. A key sets three bits of one 64-bit word (the word from its top bits, the bits from
-/// its low ones), so a test is one memory access. The windows' filter has 2^22 bits (512 KiB,
-/// which stays in a core's L2 cache: the 2 MiB one-bit filter before it missed there on most
-/// tests, half the scan's time); GSM8K and MATH test, questions and solutions, are 679,199
-/// windows, about 10 a word, setting 38% of its bits, so about 6% of tests of windows in no
-/// item reach the table.
-/// The heads of items indexed whole (a few hundred) have 2^16 bits (8 KiB).
+/// A blocked Bloom filter in front of a [`KeyMap`]: most sub-grams of a training text are in
+/// no evaluation set, and a bit test costs less than a probe of a table of hundreds of
+/// thousands of keys. A key sets three bits of one 64-bit word (the word from its top bits, the
+/// bits from its low ones), so a test is one memory access. The filters of windows and of
+/// their sub-grams have 2^22 bits each (512 KiB, which stays in a core's L2 cache); GSM8K and
+/// MATH test, questions and solutions, are 679,199 windows, setting 38% of its bits, so about
+/// 6% of tests of keys in no item reach the table. The sub-grams of items indexed whole (a few
+/// thousand) have 2^16 bits (8 KiB).
 struct KeyFilter {
     bits: Vec<u64>,
     shift: u32,
 }
 
 const WINDOW_FILTER_BITS_LOG2: u32 = 22;
-/// Windows whose filter word is fetched ahead of its test.
-const PREFETCH_AHEAD: usize = 8;
-const HEAD_FILTER_BITS_LOG2: u32 = 16;
+const SHORT_SAMPLE_FILTER_BITS_LOG2: u32 = 16;
 /// The words of every indexed item (GSM8K and MATH test, questions and solutions: 12,447
 /// distinct, setting 13% of 2^18 bits, so 0.2% of unknown words pass; 32 KiB, which stays in a
 /// core's cache).
@@ -96,22 +93,6 @@ impl KeyFilter {
         let (word, mask) = self.slot(key);
         self.bits[word] & mask == mask
     }
-
-    /// Ask the CPU to fetch `key`'s word into cache ahead of its test.
-    #[inline]
-    fn prefetch(&self, key: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let word = (key >> self.shift) as usize;
-            // SAFETY: a prefetch is a hint that never faults; the address is in bounds.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(self.bits.as_ptr().add(word).cast());
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
-    }
 }
 
 /// Where an indexed window came from: an evaluation set and an item in it (first one indexed).
@@ -119,6 +100,48 @@ impl KeyFilter {
 pub struct Origin {
     pub set: u32,
     pub item: u32,
+}
+
+/// The matching windows of a text found so far.
+#[derive(Default)]
+struct Found {
+    /// The match and the rank of the window its origin is from.
+    hit: Option<(Match, (usize, usize))>,
+}
+
+impl Found {
+    /// Count the window of `len` words at `start` of `words`. The origin kept is that of the
+    /// first window in the text (by start; at one start the n-word window, then shorter ones
+    /// by length), whatever the order windows are recorded in.
+    fn record(&mut self, words: &[Word], origin: Origin, start: usize, len: usize, n: usize) {
+        let first = words[start].start;
+        let last = words[start + len - 1].end;
+        let rank = (start, if len == n { 0 } else { len });
+        match &mut self.hit {
+            None => {
+                let hit = Match {
+                    origin,
+                    start: first,
+                    end: last,
+                    windows: 1,
+                };
+                self.hit = Some((hit, rank));
+            }
+            Some((hit, best)) => {
+                if rank < *best {
+                    hit.origin = origin;
+                    *best = rank;
+                }
+                hit.start = hit.start.min(first);
+                hit.end = hit.end.max(last);
+                hit.windows += 1;
+            }
+        }
+    }
+
+    fn hit(self) -> Option<Match> {
+        self.hit.map(|(hit, _)| hit)
+    }
 }
 
 /// A training text's overlap with the index: the origin of its first matching window, the
@@ -147,10 +170,6 @@ pub enum Indexed {
 pub struct Scratch {
     words: Vec<Word>,
     prefix: Vec<u64>,
-    /// For each word, how many words from it on are all in the index's vocabulary.
-    known_run: Vec<u32>,
-    /// `(start, key)` of the n-word windows to test.
-    windows: Vec<(usize, u64)>,
 }
 
 impl Scratch {
@@ -180,11 +199,15 @@ impl Scratch {
         });
     }
 
+    /// The raw polynomial hash of words `[start, start + len)`.
+    #[inline]
+    fn gram(&self, start: usize, len: usize, powers: &[u64]) -> u64 {
+        self.prefix[start + len].wrapping_sub(self.prefix[start].wrapping_mul(powers[len]))
+    }
+
     #[inline]
     fn key(&self, start: usize, len: usize, powers: &[u64]) -> u64 {
-        let window =
-            self.prefix[start + len].wrapping_sub(self.prefix[start].wrapping_mul(powers[len]));
-        mix64(window ^ (len as u64).wrapping_mul(LENGTH_SALT))
+        mix64(self.gram(start, len, powers) ^ (len as u64).wrapping_mul(LENGTH_SALT))
     }
 }
 
@@ -195,16 +218,48 @@ pub struct NgramIndex {
     map: KeyMap<Origin>,
     /// Distinct lengths (< n) of items indexed whole, ascending.
     short_lengths: Vec<usize>,
-    /// Keys of the first `min_words` words of every item indexed whole: a window is looked up
-    /// at the short lengths only where its head is one of these (two lookups per word).
-    short_heads: KeyFilter,
     /// Every key of `map`.
     filter: KeyFilter,
-    /// Every word of an indexed item: a window can match only where each of its words is one
-    /// of these, so windows holding a word no evaluation item has are never hashed or probed
-    /// (one probe of a filter that stays in cache per word, instead of two or more of the
-    /// 2 MiB window filter).
+    /// Every word of an indexed item: a window matches only where each of its words is one of
+    /// these (a window's key found in `map` is also checked against it, word by word).
     vocabulary: KeyFilter,
+    /// The sampled pre-test (see [`Sampled`]) of the n-word windows and of the items indexed
+    /// whole.
+    long_sample: Sampled,
+    short_sample: Sampled,
+}
+
+/// Words between the positions a text's pre-test looks at.
+const SAMPLE_STRIDE: usize = 4;
+
+/// A pre-test that rules most texts out at a few positions, exactly: a text can match a window
+/// of `len` words only if, at some position `q` that is a multiple of the stride `k`, it has the
+/// `len - k + 1` words that the window holds at offset `q - p < k` (`p` the window's start). So
+/// the index keeps those sub-grams of every indexed window (the `n - k + 1`-grams of each item
+/// indexed as windows, the `min_words - k + 1`-grams at offsets `0..k` of each item indexed
+/// whole), and a text none of whose sampled sub-grams is one of them matches nothing; where
+/// one is, only the windows that can hold it are looked up. One test every `k` words instead
+/// of two or more at every word. The sub-grams are kept as their raw polynomial hashes
+/// (uniform, since the word hashes are).
+struct Sampled {
+    /// Words of a sub-gram.
+    len: usize,
+    filter: KeyFilter,
+    /// For the sub-grams of items indexed whole (short and common phrases, such as "what is
+    /// the value of"): the `(offset, length)` of each item window they were taken from, so a
+    /// sampled hit looks up those windows only. Empty for the windows' sub-grams, whose
+    /// filter alone passes a text on to the windows' own filter and map.
+    windows: KeyMap<Vec<(usize, usize)>>,
+}
+
+impl Sampled {
+    fn new(len: usize, filter_bits_log2: u32) -> Self {
+        Self {
+            len,
+            filter: KeyFilter::with_bits(filter_bits_log2),
+            windows: KeyMap::default(),
+        }
+    }
 }
 
 impl NgramIndex {
@@ -220,6 +275,7 @@ impl NgramIndex {
                 "min_words must be between 1 and the n-gram size {n}, not {min_words}"
             )));
         }
+        let stride = SAMPLE_STRIDE.min(min_words);
         let mut powers = Vec::with_capacity(n + 1);
         let mut power = 1u64;
         for _ in 0..=n {
@@ -232,9 +288,10 @@ impl NgramIndex {
             powers,
             map: KeyMap::default(),
             short_lengths: Vec::new(),
-            short_heads: KeyFilter::with_bits(HEAD_FILTER_BITS_LOG2),
             filter: KeyFilter::with_bits(WINDOW_FILTER_BITS_LOG2),
             vocabulary: KeyFilter::with_bits(VOCABULARY_FILTER_BITS_LOG2),
+            long_sample: Sampled::new(n + 1 - stride, WINDOW_FILTER_BITS_LOG2),
+            short_sample: Sampled::new(min_words + 1 - stride, SHORT_SAMPLE_FILTER_BITS_LOG2),
         })
     }
 
@@ -273,13 +330,25 @@ impl NgramIndex {
                 self.map.entry(key).or_insert(origin);
                 self.filter.insert(key);
             }
+            let len = self.long_sample.len;
+            for start in 0..=(words - len) {
+                let gram = scratch.gram(start, len, &self.powers);
+                self.long_sample.filter.insert(gram);
+            }
             Indexed::Windows(words - self.n + 1)
         } else if words >= self.min_words {
             let key = scratch.key(0, words, &self.powers);
             self.map.entry(key).or_insert(origin);
             self.filter.insert(key);
-            let head = scratch.key(0, self.min_words, &self.powers);
-            self.short_heads.insert(head);
+            let len = self.short_sample.len;
+            for offset in 0..self.stride() {
+                let gram = scratch.gram(offset, len, &self.powers);
+                self.short_sample.filter.insert(gram);
+                let windows = self.short_sample.windows.entry(gram).or_default();
+                if !windows.contains(&(offset, words)) {
+                    windows.push((offset, words));
+                }
+            }
             if let Err(at) = self.short_lengths.binary_search(&words) {
                 self.short_lengths.insert(at, words);
             }
@@ -289,98 +358,90 @@ impl NgramIndex {
         }
     }
 
-    /// `scratch.known_run` for the words loaded.
-    fn mark_known(&self, scratch: &mut Scratch) {
-        let words = scratch.words.len();
-        scratch.known_run.clear();
-        scratch.known_run.resize(words + 1, 0);
-        for at in (0..words).rev() {
-            scratch.known_run[at] = if self.vocabulary.may_contain(scratch.words[at].hash) {
-                scratch.known_run[at + 1] + 1
-            } else {
-                0
-            };
+    /// The stride of the sampled pre-test: the sub-grams are `stride - 1` words shorter.
+    fn stride(&self) -> usize {
+        self.n + 1 - self.long_sample.len
+    }
+
+    /// Record the window of `len` words at `start` in `found` when it is indexed (its key in
+    /// the map and each of its words in the items' vocabulary).
+    #[inline]
+    fn look_up(&self, scratch: &Scratch, start: usize, len: usize, found: &mut Found) {
+        let key = scratch.key(start, len, &self.powers);
+        if !self.filter.may_contain(key) {
+            return;
+        }
+        if let Some(&origin) = self.map.get(&key) {
+            let words = &scratch.words[start..start + len];
+            if words
+                .iter()
+                .all(|word| self.vocabulary.may_contain(word.hash))
+            {
+                found.record(&scratch.words, origin, start, len, self.n);
+            }
         }
     }
 
-    fn scan_loaded(&self, scratch: &mut Scratch) -> Option<Match> {
-        self.mark_known(scratch);
+    /// The loaded text's match. Only the sampled positions are tested ([`Sampled`]); where one
+    /// passes, the windows that could hold its sub-gram are looked up: of `n` words, those
+    /// starting `0..stride` words before it; of an item indexed whole, those its sub-gram was
+    /// taken from. Every indexed window of the text is among them, and the windows of two
+    /// sampled positions differ (n-word windows: their ranges of starts do not overlap; the
+    /// whole items' sub-grams: offsets below the stride), so each is found once: the same
+    /// outcome as looking every window up.
+    fn scan_loaded(&self, scratch: &Scratch) -> Option<Match> {
         let words = scratch.words.len();
-        // The n-word windows whose words are all known, keyed first, then tested with each
-        // filter word fetched a few windows ahead, so the tests do not wait on memory.
-        let mut windows = std::mem::take(&mut scratch.windows);
-        windows.clear();
-        for start in 0..words.saturating_sub(self.n - 1) {
-            if scratch.known_run[start] as usize >= self.n {
-                windows.push((start, scratch.key(start, self.n, &self.powers)));
-            }
-        }
-        let scratch_ref = &*scratch;
-        // The origin kept is that of the first window in the text (by start; at one start the
-        // n-word window, then shorter ones by length).
-        let mut found: Option<(Match, (usize, usize))> = None;
-        let mut record = |origin: Origin, start: usize, len: usize| {
-            let first = scratch_ref.words[start].start;
-            let last = scratch_ref.words[start + len - 1].end;
-            let rank = (start, if len == self.n { 0 } else { len });
-            match &mut found {
-                None => {
-                    found = Some((
-                        Match {
-                            origin,
-                            start: first,
-                            end: last,
-                            windows: 1,
-                        },
-                        rank,
-                    ))
-                }
-                Some((hit, best)) => {
-                    if rank < *best {
-                        hit.origin = origin;
-                        *best = rank;
+        let stride = self.stride();
+        let mut found = Found::default();
+        let long = self.long_sample.len;
+        let mut at = 0;
+        while at + long <= words {
+            if self
+                .long_sample
+                .filter
+                .may_contain(scratch.gram(at, long, &self.powers))
+            {
+                for start in at.saturating_sub(stride - 1)..=at {
+                    if start + self.n <= words {
+                        self.look_up(scratch, start, self.n, &mut found);
                     }
-                    hit.start = hit.start.min(first);
-                    hit.end = hit.end.max(last);
-                    hit.windows += 1;
                 }
             }
-        };
-        for (at, &(start, key)) in windows.iter().enumerate() {
-            if let Some(&(_, ahead)) = windows.get(at + PREFETCH_AHEAD) {
-                self.filter.prefetch(ahead);
-            }
-            if self.filter.may_contain(key) {
-                if let Some(&origin) = self.map.get(&key) {
-                    record(origin, start, self.n);
-                }
-            }
+            at += stride;
         }
         if !self.short_lengths.is_empty() {
-            for start in 0..words.saturating_sub(self.min_words - 1) {
-                let known = scratch_ref.known_run[start] as usize;
-                if known < self.min_words
-                    || !self.short_heads.may_contain(scratch_ref.key(
-                        start,
-                        self.min_words,
-                        &self.powers,
-                    ))
-                {
-                    continue;
+            let short = self.short_sample.len;
+            let mut at = 0;
+            while at + short <= words {
+                let gram = scratch.gram(at, short, &self.powers);
+                if self.short_sample.filter.may_contain(gram) {
+                    for &(offset, len) in self.short_sample.windows.get(&gram).into_iter().flatten()
+                    {
+                        if offset <= at && at - offset + len <= words {
+                            self.look_up(scratch, at - offset, len, &mut found);
+                        }
+                    }
                 }
-                for &len in self.short_lengths.iter().take_while(|&&len| len <= known) {
-                    let key = scratch_ref.key(start, len, &self.powers);
-                    if !self.filter.may_contain(key) {
-                        continue;
-                    }
-                    if let Some(&origin) = self.map.get(&key) {
-                        record(origin, start, len);
-                    }
+                at += stride;
+            }
+        }
+        found.hit()
+    }
+
+    /// The loaded text's match by the definition: every window of `n` words and of each length
+    /// of the items indexed whole looked up (the oracle of the sampled scan's tests).
+    #[cfg(test)]
+    fn scan_every_position(&self, scratch: &Scratch) -> Option<Match> {
+        let mut found = Found::default();
+        for start in 0..scratch.words.len() {
+            let lengths = std::iter::once(self.n).chain(self.short_lengths.iter().copied());
+            for len in lengths {
+                if start + len <= scratch.words.len() {
+                    self.look_up(scratch, start, len, &mut found);
                 }
             }
         }
-        scratch.windows = windows;
-        found.map(|(hit, _)| hit)
+        found.hit()
     }
 
     /// [`NgramIndex::scan`] with a buffer reused across texts.
@@ -399,7 +460,7 @@ impl NgramIndex {
     pub fn scan(&self, text: &str) -> Option<Match> {
         let mut scratch = Scratch::default();
         scratch.load(text);
-        self.scan_loaded(&mut scratch)
+        self.scan_loaded(&scratch)
     }
 
     /// [`NgramIndex::scan`] of every text, in parallel on the current rayon pool.
@@ -494,6 +555,50 @@ mod tests {
         assert!(NgramIndex::new(0, 1).is_err());
         assert!(NgramIndex::new(5, 6).is_err());
         assert!(NgramIndex::new(5, 0).is_err());
+    }
+
+    /// Texts made of the indexed items' words, cut and shuffled at random: the sampled
+    /// pre-test never rules out a text that matches when every position is looked up.
+    #[test]
+    fn the_sampled_pre_test_loses_no_match() {
+        let mut index = index();
+        let short = "Which gas do plants absorb from the air today";
+        index.add(3, 1, short);
+        index.add(
+            3,
+            2,
+            "one two three four five six seven eight nine ten eleven",
+        );
+        let words: Vec<&str> = QUESTION
+            .split_whitespace()
+            .chain(short.split_whitespace())
+            .collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |bound: usize| {
+            state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            (state % bound as u64) as usize
+        };
+        let (mut matched, mut scratch) = (0, Scratch::default());
+        for _ in 0..20_000 {
+            let mut text = Vec::new();
+            for _ in 0..1 + next(4) {
+                // A run of consecutive words of the items, or a few random ones.
+                let start = next(words.len());
+                let len = next(words.len() - start + 1);
+                if next(3) == 0 {
+                    text.extend((0..len.min(5)).map(|_| words[next(words.len())]));
+                } else {
+                    text.extend(&words[start..start + len]);
+                }
+            }
+            let text = text.join(" ");
+            scratch.load(&text);
+            let every = index.scan_every_position(&scratch);
+            scratch.load(&text);
+            assert_eq!(index.scan_loaded(&scratch), every, "{text}");
+            matched += usize::from(every.is_some());
+        }
+        assert!(matched > 1000, "{matched}");
     }
 
     #[test]

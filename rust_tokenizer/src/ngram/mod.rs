@@ -12,3 +12,5 @@ pub mod files;
 pub mod index;
 pub mod normalize;
 pub mod observe;
+#[cfg(test)]
+mod timing;
