@@ -307,9 +307,17 @@ class DuplicateIndex:
     def add(self, source: int, keys: list[int]) -> list[int | None]:
         """Record ``keys`` of ``source``: for each, the source that had it first (``source``
         for a repeat within it) or None for a row not seen before."""
+    def add_keys_file(self, source: int, path: str | PathLike[str]) -> list[tuple[int, int]]:
+        """Record the keys of a duplicate-key sidecar (``duplicate_keys.u64``) as rows of
+        ``source``; ``(row, first source)`` of each row repeating an earlier one (rows from 1).
+        ``OSError`` if unreadable, ``ValueError`` if its size is not a multiple of 8."""
 
 def normalized_words(text: str) -> list[str]:
     """The words of ``text`` after the contamination normalization (docs/CONTAMINATION.md)."""
+
+def word_counts(texts: list[str]) -> list[int]:
+    """How many words each text has after the contamination normalization (in parallel,
+    without the GIL)."""
 
 def duplicate_keys(instructions: list[str], responses: list[str]) -> list[int]:
     """The 64-bit exact-duplicate key of each row ``(instructions[i], responses[i])`` after the

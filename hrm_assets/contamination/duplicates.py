@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hrm_assets import _core
 
@@ -84,23 +85,29 @@ class DuplicateCounter:
     def add_keys(self, source: str, keys: list[int]) -> list[bool]:
         firsts = self._index.add(self.source_id(source), keys)
         self._rows[source] += len(keys)
-        repeated = []
-        for first in firsts:
-            if first is None:
-                repeated.append(False)
-                continue
-            repeated.append(True)
-            self._duplicates[source] += 1
-            self._pairs[(self._names[first], source)] += 1
+        repeated = [first is not None for first in firsts]
+        self._count_firsts(source, [first for first in firsts if first is not None])
         return repeated
+
+    def add_keys_file(self, source: str, rows: int, path: Path) -> list[int]:
+        """Add the ``rows`` rows of ``source`` whose keys a tokenized folder's sidecar holds
+        (read by the Rust core); the rows (from 1) that repeat an earlier row."""
+        repeated = self._index.add_keys_file(self.source_id(source), str(path))
+        self._rows[source] += rows
+        self._count_firsts(source, [first for _, first in repeated])
+        return [row for row, _ in repeated]
+
+    def _count_firsts(self, source: str, firsts: list[int]) -> None:
+        """Count repeats in ``source`` of rows first seen in the sources numbered ``firsts``."""
+        self._duplicates[source] += len(firsts)
+        for first, count in Counter(firsts).items():
+            self._pairs[(self._names[first], source)] += count
 
     def record_file(self, source: str, rows: int, repeated: list[tuple[int, int]]) -> None:
         """Count a file of ``rows`` rows of ``source`` that ``NgramIndex.scan_file`` recorded in
         :attr:`index`; ``repeated`` are its ``(row, first source number)``."""
         self._rows[source] += rows
-        for _, first in repeated:
-            self._duplicates[source] += 1
-            self._pairs[(self._names[first], source)] += 1
+        self._count_firsts(source, [first for _, first in repeated])
 
     def report(self) -> DuplicateReport:
         return DuplicateReport(

@@ -19,7 +19,7 @@ from pathlib import Path
 from hrm_assets.common.atomic import atomic_write_text
 from hrm_assets.contamination.duplicates import DuplicateCounter, DuplicateReport
 from hrm_assets.contamination.evalsets import EvalSet
-from hrm_assets.contamination.sidecar import sidecar_for
+from hrm_assets.contamination.sidecar import KEYS_FILE, sidecar_for
 
 DEFAULT_N = 13
 DEFAULT_MIN_WORDS = 8
@@ -96,7 +96,9 @@ class FileScan:
 
 
 class Scanner:
-    """The evaluation sets' index and the scan of training rows against it."""
+    """The evaluation sets' index and the scan of training rows against it. The index is built
+    at its first use: a report whose files all have current sidecars needs only the items'
+    word counts (:attr:`indexed`)."""
 
     def __init__(
         self,
@@ -109,14 +111,33 @@ class Scanner:
 
         self.eval_sets = list(eval_sets)
         self.n, self.min_words, self.max_examples = n, min_words, max_examples
-        self.index = _core.NgramIndex(n, min_words)
+        self._index = None
         self.indexed: dict[str, dict[str, int]] = {}
-        for number, loaded in enumerate(self.eval_sets):
-            counts = Counter()
+        for loaded in self.eval_sets:
+            counts = Counter(windowed=0, whole=0, too_short=0)
             for name in loaded.spec.fields:
-                windows, whole, short = self.index.add(number, loaded.texts[name])
-                counts.update(windowed=windows, whole=whole, too_short=short)
+                for words in _core.word_counts(list(loaded.texts[name])):
+                    if words >= n:
+                        counts["windowed"] += 1
+                    elif words >= min_words:
+                        counts["whole"] += 1
+                    else:
+                        counts["too_short"] += 1
             self.indexed[loaded.spec.name] = {"items": len(loaded), **counts}
+
+    @property
+    def index(self):
+        """The Rust core's ``NgramIndex`` of every field of every evaluation set (set numbers
+        in the order given, items numbered from 0 in each field)."""
+        if self._index is None:
+            from hrm_assets import _core
+
+            index = _core.NgramIndex(self.n, self.min_words)
+            for number, loaded in enumerate(self.eval_sets):
+                for name in loaded.spec.fields:
+                    index.add(number, loaded.texts[name])
+            self._index = index
+        return self._index
 
     def scan_rows(
         self, instructions: Sequence[str], responses: Sequence[str]
@@ -294,8 +315,8 @@ def analyze(
         else:
             scan = scanner.scan_files([(path, source)], None, batch_rows)[0]
         if duplicates is not None:
-            repeated = duplicates.add_keys(source, sidecar.keys())
-            scan.duplicate_rows = [row for row, again in enumerate(repeated, 1) if again]
+            keys_file = sidecar.folder / KEYS_FILE
+            scan.duplicate_rows = duplicates.add_keys_file(source, sidecar.rows, keys_file)
         scans.append(scan)
     read_pending()
     for source in files_by_source:

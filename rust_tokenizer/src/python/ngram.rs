@@ -1,10 +1,14 @@
 //! Bindings of contamination and duplicates: the `NgramIndex` class, `normalized_words`,
-//! `duplicate_keys` and the `DuplicateIndex` class (rust_tokenizer/src/ngram/).
+//! `word_counts`, `duplicate_keys` and the `DuplicateIndex` class (rust_tokenizer/src/ngram/).
 
 use pyo3::prelude::*;
 
+use rayon::prelude::*;
+
 use super::errors::to_py_err;
 use std::path::PathBuf;
+
+use crate::error::IoContext;
 
 use crate::ngram::duplicates::{row_keys, DuplicateIndex as CoreDuplicates};
 use crate::ngram::files::{scan_file, scan_files, FileOutcome};
@@ -183,6 +187,23 @@ fn normalized_words(text: &str) -> Vec<String> {
     normalize::normalized_words(text)
 }
 
+/// How many words each text has after the normalization (in parallel, without the GIL): what
+/// decides how an evaluation item is indexed, without building the index.
+#[pyfunction]
+fn word_counts(py: Python<'_>, texts: Vec<String>) -> Vec<usize> {
+    py.detach(|| {
+        texts
+            .par_iter()
+            .with_min_len(64)
+            .map(|text| {
+                let mut words = 0;
+                normalize::for_each_word(text, |_| words += 1);
+                words
+            })
+            .collect()
+    })
+}
+
 /// The exact-duplicate key (64 bits) of each row `(instructions[i], responses[i])`.
 #[pyfunction]
 fn duplicate_keys(
@@ -225,6 +246,41 @@ impl DuplicateIndex {
         let inner = &mut self.inner;
         py.detach(|| inner.add(source, &keys))
     }
+
+    /// Record the keys of a tokenized folder's duplicate-key sidecar (`duplicate_keys.u64`, a
+    /// little-endian u64 a row) as rows of `source`; returns `(row, first source)` of each row
+    /// that repeats an earlier one (rows from 1). `OSError` if it cannot be read, `ValueError`
+    /// if its size is not a multiple of 8.
+    fn add_keys_file(
+        &mut self,
+        py: Python<'_>,
+        source: u32,
+        path: PathBuf,
+    ) -> PyResult<Vec<(u64, u32)>> {
+        let inner = &mut self.inner;
+        let bytes = py
+            .detach(|| std::fs::read(&path).at(&path))
+            .map_err(|err| to_py_err(py, err))?;
+        if bytes.len() % 8 != 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{}: {} bytes, not a whole number of 8-byte keys",
+                path.display(),
+                bytes.len()
+            )));
+        }
+        Ok(py.detach(|| {
+            let keys: Vec<u64> = bytes
+                .chunks_exact(8)
+                .map(|key| u64::from_le_bytes(key.try_into().expect("8 bytes")))
+                .collect();
+            inner
+                .add(source, &keys)
+                .into_iter()
+                .zip(1u64..)
+                .filter_map(|(first, row)| first.map(|first| (row, first)))
+                .collect()
+        }))
+    }
 }
 
 pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -232,6 +288,7 @@ pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<DuplicateIndex>()?;
     module.add_function(wrap_pyfunction!(normalized_words, module)?)?;
     module.add_function(wrap_pyfunction!(duplicate_keys, module)?)?;
+    module.add_function(wrap_pyfunction!(word_counts, module)?)?;
     module.add("NGRAM_DEFAULT_N", DEFAULT_N)?;
     module.add("NGRAM_DEFAULT_MIN_WORDS", DEFAULT_MIN_WORDS)?;
     Ok(())
