@@ -21,7 +21,7 @@ In one process, interleaved ``repeats`` times (best run of each kept):
   sidecars);
 - ``report``: ``hrm_assets.contamination.scan.analyze`` over the tokenized folders' sidecars
   (what eval/contamination does after tokenization: hits read back, duplicate keys recorded
-  source by source), the index built inside the timing;
+  source by source; no index is built when every file's sidecars are current);
 - ``passes``: ``analyze`` reading every file itself (the separate pass, as when the evaluation
   sets changed after tokenization), the index built inside the timing.
 
@@ -257,8 +257,9 @@ def stage_report(factor: float, work_dir: Path | None, log: Log) -> StageReport:
         "one process, interleaved, the Rust fast encoder on every file without and with both "
         "passes in its read (the n-gram scan of instruction and response against the real "
         "GSM8K and MATH test rows, n = 13, and the duplicate keys, written as sidecars), the "
-        "report from the sidecars (`hrm_assets.contamination.scan.analyze`), and the separate "
-        "pass reading every file; indexes built inside the timings. Best of "
+        "report from the sidecars (`hrm_assets.contamination.scan.analyze`, which builds no index "
+        "when every file's sidecars are current), and the separate pass reading every file (its "
+        "index built inside the timing). Best of "
         f"{figures['repeats']} run(s). Rows scanned {figures['rows_scanned']:,}, hit "
         f"{figures['rows_hit']:,} ({figures['hits_by_set']}), duplicates "
         f"{figures['duplicate_rows']:,}. Load average during the run: "
