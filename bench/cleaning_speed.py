@@ -291,10 +291,14 @@ def run_cleaning_speed_benchmark(
 def stage_report(factor: float, work_dir: Path | None, log: Log):
     """``python -m bench``'s stage at a size factor (1: :data:`DEFAULT_ROWS`): the summary
     rows against the issue's targets and the section."""
+    rows = {name: max(200, round(count * factor)) for name, count in DEFAULT_ROWS.items()}
+    return result_stage(run_cleaning_speed_benchmark(rows, SOURCES, work_dir, log))
+
+
+def result_stage(result: CleaningSpeedResult):
+    """The summary rows and section of a measured :class:`CleaningSpeedResult`."""
     from bench.report import Ratio, StageReport
 
-    rows = {name: max(200, round(count * factor)) for name, count in DEFAULT_ROWS.items()}
-    result = run_cleaning_speed_benchmark(rows, SOURCES, work_dir, log)
     ratios = []
     for name, source in result.sources.items():
         ours, theirs, bound = (source.measurements[m] for m in METHODS)
