@@ -150,6 +150,25 @@ class CleaningSpeedResult:
             },
         }
 
+    @classmethod
+    def from_dict(cls, saved: dict) -> CleaningSpeedResult:
+        """A result saved by ``--json`` (:meth:`as_dict`), read back."""
+        fields = Measurement.__dataclass_fields__
+        sources = {
+            name: SourceResult(
+                name,
+                source["raw_rows"],
+                source["raw_bytes"],
+                source["same_output"],
+                {
+                    method: Measurement(**{k: v for k, v in m.items() if k in fields})
+                    for method, m in source["measurements"].items()
+                },
+            )
+            for name, source in saved["sources"].items()
+        }
+        return cls(sources, saved["machine"])
+
     def table(self) -> str:
         lines = [
             "| source | raw | method | wall | rows/s | raw MB/s | peak RSS | files |",
@@ -435,6 +454,22 @@ def write_doc(result: CleaningSpeedResult, command: str, path: Path = DOC_PATH) 
     replace_section(path, SECTION, text, title="## Cleaning speed")
 
 
+def write_summary(result: CleaningSpeedResult, command: str, when: str) -> None:
+    """Replace this stage's rows of docs/BENCHMARKS.md's Summary and its section there, as
+    ``python -m bench`` does for a stage run alone."""
+    from bench.__main__ import TITLES
+    from bench.report import merged_document
+
+    path = REPO_ROOT / "docs" / "BENCHMARKS.md"
+    provenance = (
+        f"Measured alone by `{command}` (full size) on {when}, commit "
+        f"{result.machine.get('commit', '?')}."
+    )
+    existing = path.read_text(encoding="utf-8")
+    document = merged_document(existing, [result_stage(result)], set(TITLES.values()), provenance)
+    path.write_text(document, encoding="utf-8")
+
+
 def _shown_options(argv: Sequence[str]) -> list[str]:
     """The command line as the doc shows it: without the work and JSON paths (this
     machine's, not part of the method)."""
@@ -442,9 +477,9 @@ def _shown_options(argv: Sequence[str]) -> list[str]:
     for argument in argv:
         if skip:
             skip = False
-        elif argument in ("--work-dir", "--json"):
+        elif argument in ("--work-dir", "--json", "--from-json"):
             skip = True
-        elif not argument.startswith(("--work-dir=", "--json=")):
+        elif not argument.startswith(("--work-dir=", "--json=", "--from-json=")):
             shown.append(argument)
     return shown
 
@@ -475,21 +510,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=SOURCES, default=list(SOURCES))
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also save the figures here")
-    parser.add_argument("--write", action="store_true", help=f"save the table to {DOC_PATH}")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help=f"save the table to {DOC_PATH} (a full-size run of every source: also the "
+        "summary rows of docs/BENCHMARKS.md)",
+    )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        metavar="F",
+        help="measure nothing: take the figures a previous --json run saved in F (with "
+        "--write: only docs/BENCHMARKS.md's summary rows and section)",
+    )
     args = parser.parse_args(argv)
     rows = dict.fromkeys(SOURCES, QUICK_ROWS) if args.quick else {}
     rows.update(dict(args.rows))
-    result = run_cleaning_speed_benchmark(
-        rows,
-        args.only,
-        args.work_dir,
-        log=lambda message: print(message, file=sys.stderr, flush=True),
-    )
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if args.from_json is not None:
+        result = CleaningSpeedResult.from_dict(json.loads(args.from_json.read_text("utf-8")))
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(args.from_json.stat().st_mtime))
+    else:
+        result = run_cleaning_speed_benchmark(
+            rows,
+            args.only,
+            args.work_dir,
+            log=lambda message: print(message, file=sys.stderr, flush=True),
+        )
     print(result.table())
     if args.json is not None:
         args.json.write_text(json.dumps(result.as_dict(), indent=2), encoding="utf-8")
     if args.write:
-        write_doc(result, " ".join(["python -m bench.cleaning_speed", *_shown_options(argv)]))
+        command = " ".join(["python -m bench.cleaning_speed", *_shown_options(argv)])
+        if args.from_json is None:
+            write_doc(result, command)
+        full_size = all(
+            name in result.sources and result.sources[name].raw_rows == DEFAULT_ROWS[name]
+            for name in SOURCES
+        )
+        if full_size:
+            write_summary(result, command, started)
     return 0
 
 

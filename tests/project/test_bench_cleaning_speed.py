@@ -4,6 +4,8 @@ Its doc section and the memory benchmark's leave each other alone."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -56,6 +58,14 @@ def test_table_and_figures_name_every_target(result):
     figures = result.as_dict()["sources"]["tasksource"]
     assert figures["measurements"]["ours"]["rows_per_second"] > 0
     assert isinstance(figures["meets_targets"], bool)
+
+
+def test_a_saved_run_reads_back_to_the_same_table_and_summary_rows(result):
+    saved = json.loads(json.dumps(result.as_dict()))
+    again = bench.CleaningSpeedResult.from_dict(saved)
+    assert again.table() == result.table()
+    assert bench.result_stage(again).ratios == bench.result_stage(result).ratios
+    assert len(bench.result_stage(again).ratios) == 3 * len(bench.SOURCES)
 
 
 def test_generated_raw_files_have_the_hub_schema(tmp_path):
