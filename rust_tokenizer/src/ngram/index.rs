@@ -98,8 +98,8 @@ impl KeyFilter {
 /// The indexed windows' keys and origins in one open-addressing table (linear probing from the
 /// key's top bits; a slot holds the key and the origin): a lookup takes one cache miss, which
 /// the scan prefetches for the windows behind a sampled hit, where a `HashMap` took two in a row
-/// (its control bytes, then its slot). Half the scan's time went to those misses, mostly for
-/// windows that do match.
+/// (its control bytes, then its slot). About a quarter of the scan's time went to those misses,
+/// mostly for windows that do match.
 struct WindowTable {
     slots: Vec<(u64, Origin)>,
     shift: u32,
