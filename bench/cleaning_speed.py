@@ -357,7 +357,7 @@ def result_stage(result: CleaningSpeedResult):
         "bound (read the needed columns, write the same output contents; files in parallel), "
         "each in a fresh process. Outputs byte-identical to data_io's (SYNTH: rows equal): "
         + ", ".join(f"{n} {'yes' if s.same_output else 'NO'}" for n, s in result.sources.items())
-        + ".\n\n"
+        + ". Analysis against the targets: docs/BENCHMARKS-cleaning.md.\n\n"
         + result.table()
     )
     return StageReport("cleaning_speed", "Cleaning speed", ratios, section, result.as_dict())

@@ -183,9 +183,11 @@ def stage_section(stage: StageReport, provenance: str = "") -> str:
     """A stage's ``## <title>`` section; ``provenance`` (when the stage ran alone) says which
     command, commit and load produced it, since the document's header names another run."""
     body = f"Not measured: {stage.error}" if stage.error else stage.section
-    footer = f"_Stage wall time: {stage.seconds:,.0f} s."
-    footer += f" {provenance}_" if provenance else "_"
-    return f"## {stage.title}\n\n{body}\n\n{footer}"
+    # A stage written from saved figures (no run timed here) has no wall time to give.
+    parts = [f"Stage wall time: {stage.seconds:,.0f} s."] if stage.seconds else []
+    parts += [provenance] if provenance else []
+    footer = f"_{' '.join(parts)}_" if parts else ""
+    return f"## {stage.title}\n\n{body}" + (f"\n\n{footer}" if footer else "")
 
 
 def split_sections(document: str) -> tuple[str, list[tuple[str, str]]]:
