@@ -10,6 +10,11 @@ test_adopt_s3_local_tokenized.py)."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -52,6 +57,43 @@ def folders_state(store: ObjectStore) -> dict[str, dict[str, str]]:
         if name:
             found.setdefault(folder, {})[name] = info.etag
     return found
+
+
+@dataclass
+class AdoptedByCommand:
+    """A data_io download uploaded to ``s3://<bucket>/corpus`` by another tool and adopted by
+    ``python -m hrm_assets.adoption --cleaned s3://...``, as docs/COMING_FROM_DATA_IO.md says."""
+
+    corpus: ObjectStore
+    users: dict[str, tuple[int, str, bytes]]  # the objects as the user left them
+    run: Callable[..., subprocess.CompletedProcess]  # a command run in the project folder
+    adopted: subprocess.CompletedProcess
+
+
+def adopt_from_the_command_line(
+    folder: Path, bucket: str, real_raw: Path, tokenizer_json: Path, tokenized_root: str
+) -> AdoptedByCommand:
+    """The download in ``folder/download`` and in the bucket, data_io's tokenizer in
+    ``folder/bpe``, ``tokenized_root`` in ``folder/.env``, and the adoption command run."""
+    from support.project_commands import commands_in
+
+    write_data_io_layout(folder / "download", real_raw)
+    corpus = ObjectStore(ObjectRoot.parse(f"s3://{bucket}/corpus"))
+    upload_as_someone_else(folder / "download", corpus)
+    users = objects_state(corpus)
+    (folder / "bpe").mkdir()
+    (folder / "bpe" / "tokenizer.json").write_bytes(tokenizer_json.read_bytes())
+    (folder / ".env").write_text(
+        f"HRM_TOKENIZED_ROOT=${{HRM_TOKENIZED_ROOT:-{tokenized_root}}}\n"
+        f"HRM_CACHE_DIR=${{HRM_CACHE_DIR:-{folder / 'cache'}}}\n"
+    )
+    run = commands_in(folder)
+    roots = f"s3://{bucket}/corpus/data:s3://{bucket}/corpus/data_clustered"
+    adopted = run(sys.executable, "-m", "hrm_assets.adoption", "--cleaned", roots,
+                  "--tokenizer", "bpe")  # fmt: skip
+    assert adopted.returncode == 0, adopted.stderr[-3000:]
+    assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
+    return AdoptedByCommand(corpus, users, run, adopted)
 
 
 @pytest.fixture
@@ -299,29 +341,12 @@ def test_s3_roots_adopted_from_the_command_line_then_tokenized(
 ):
     """``python -m hrm_assets.adoption --cleaned s3://...`` with an s3:// tokenized root in
     ``.env``, then ``hrm-materialize-tokenized``, as docs/COMING_FROM_DATA_IO.md says."""
-    import sys
-
-    from support.project_commands import commands_in
-
-    write_data_io_layout(tmp_path / "download", real_raw)
-    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
-    upload_as_someone_else(tmp_path / "download", corpus)
-    users = objects_state(corpus)
-    (tmp_path / "bpe").mkdir()
-    (tmp_path / "bpe" / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
     tokenized_url = f"s3://{s3_bucket}/tokenized"
-    (tmp_path / ".env").write_text(
-        f"HRM_TOKENIZED_ROOT=${{HRM_TOKENIZED_ROOT:-{tokenized_url}}}\n"
-        f"HRM_CACHE_DIR=${{HRM_CACHE_DIR:-{tmp_path / 'cache'}}}\n"
+    adoption = adopt_from_the_command_line(
+        tmp_path, s3_bucket, real_raw, small_tokenizer_path, tokenized_url
     )
-    run = commands_in(tmp_path)
-    roots = f"s3://{s3_bucket}/corpus/data:s3://{s3_bucket}/corpus/data_clustered"
-
-    adopted = run(sys.executable, "-m", "hrm_assets.adoption", "--cleaned", roots,
-                  "--tokenizer", "bpe")  # fmt: skip
-    assert adopted.returncode == 0, adopted.stderr[-3000:]
-    assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
-    assert f"s3://{s3_bucket}/corpus/data/mystery_corpus.jsonl" in adopted.stderr
+    corpus, users, run = adoption.corpus, adoption.users, adoption.run
+    assert f"s3://{s3_bucket}/corpus/data/mystery_corpus.jsonl" in adoption.adopted.stderr
 
     done = run("hrm-materialize-tokenized", "flan", "gsm8k_train")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -15,7 +15,12 @@ import pytest
 from support.adopted_platform import Platform
 from support.cleaned_rows import write_flan_file
 from test_adopt_cleaned import FLAN_KEYS, write_data_io_layout
-from test_adopt_s3 import hashed, objects_state, upload_as_someone_else  # noqa: F401
+from test_adopt_s3 import (  # noqa: F401
+    adopt_from_the_command_line,
+    hashed,
+    objects_state,
+    upload_as_someone_else,
+)
 
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.common.storage import ObjectRoot, ObjectStore
@@ -182,30 +187,13 @@ def test_an_s3_corpus_adopted_from_the_command_line_is_tokenized_into_folders_on
     ``python -m hrm_assets.adoption --cleaned s3://...`` with a tokenized root on disk in
     ``.env``, then ``hrm-materialize-tokenized``; the folders hold what ``hrm-tokenize`` gives
     for the same files from disk, and a second run reads no object."""
-    import sys
-
-    from support.project_commands import commands_in
-
-    layout = tmp_path / "download"
-    write_data_io_layout(layout, real_raw)
-    corpus = ObjectStore(ObjectRoot.parse(f"s3://{s3_bucket}/corpus"))
-    upload_as_someone_else(layout, corpus)
-    users = objects_state(corpus)
-    (tmp_path / "bpe").mkdir()
-    (tmp_path / "bpe" / "tokenizer.json").write_bytes(small_tokenizer_path.read_bytes())
     tokenized_root = tmp_path / "tokenized"
-    (tmp_path / ".env").write_text(
-        f"HRM_TOKENIZED_ROOT=${{HRM_TOKENIZED_ROOT:-{tokenized_root}}}\n"
-        f"HRM_CACHE_DIR=${{HRM_CACHE_DIR:-{tmp_path / 'cache'}}}\n"
+    adoption = adopt_from_the_command_line(
+        tmp_path, s3_bucket, real_raw, small_tokenizer_path, str(tokenized_root)
     )
-    run = commands_in(tmp_path)
-    roots = f"s3://{s3_bucket}/corpus/data:s3://{s3_bucket}/corpus/data_clustered"
-
-    adopted = run(sys.executable, "-m", "hrm_assets.adoption", "--cleaned", roots,
-                  "--tokenizer", "bpe")  # fmt: skip
-    assert adopted.returncode == 0, adopted.stderr[-3000:]
-    assert "4 adopted cleaned file(s); flan: +2 -0; gsm8k_train: +1 -0" in adopted.stdout
-    assert f"adopted tokenized root {tokenized_root}" not in adopted.stdout  # none to adopt
+    corpus, users, run = adoption.corpus, adoption.users, adoption.run
+    # No tokenized root of another tool's to adopt.
+    assert f"adopted tokenized root {tokenized_root}" not in adoption.adopted.stdout
     sources = ("flan", "gsm8k_train", "math_train")
     done = run("hrm-materialize-tokenized", *sources)
     assert done.returncode == 0, done.stderr[-3000:]
