@@ -150,12 +150,27 @@ def build_on_disk(
     """Tokenize ``files`` into a tokenized root on disk, skipping current folders; ``kept``
     folders were found current before (adopted from another tool), and ``write_info=False``
     keeps the root's ``tokenizer_info.json`` as it is (another tool's that agrees)."""
+    outcomes = tokenize_files(files, tokenized_root, setup, threads=threads)
+    return _into_folders(files, failures, outcomes, tokenized_root, setup, write_info, kept)
+
+
+def _into_folders(
+    files: list[CleanedFile],
+    failures: list[TokenizeFailure],
+    outcomes: Iterator[TokenizeOutcome | TokenizeFailure],
+    tokenized_root: Path,
+    setup: TokenizerSetup,
+    write_info: bool,
+    kept: int,
+) -> TokenizedBuild:
+    """A build whose ``outcomes`` (not started yet) write folders of ``tokenized_root`` on
+    disk, the root's ``tokenizer_info.json`` written first unless ``write_info`` is False."""
     if write_info:
         write_tokenizer_info(tokenized_root, setup)
     build = TokenizedBuild(
         files,
         failures,
-        tokenize_files(files, tokenized_root, setup, threads=threads),
+        outcomes,
         vocab_size=recorded_vocab_size(tokenized_root),
         tokenized_root=tokenized_root,
     )
@@ -200,18 +215,9 @@ def build_on_disk_from_objects(
     found by :func:`cleaned_files_for`) into a tokenized root on disk, skipping folders
     current for the objects' content hashes; ``kept`` and ``write_info`` as for
     :func:`build_on_disk` (folders another tool wrote, adopted)."""
-    if write_info:
-        write_tokenizer_info(tokenized_root, setup)
     options = cleaned.storage_options() if files else {}
-    build = TokenizedBuild(
-        files,
-        failures,
-        tokenize_objects(files, cleaned, tokenized_root, setup, options, threads=threads),
-        vocab_size=recorded_vocab_size(tokenized_root),
-        tokenized_root=tokenized_root,
-    )
-    build.counts["unchanged"] += kept
-    return build
+    outcomes = tokenize_objects(files, cleaned, tokenized_root, setup, options, threads=threads)
+    return _into_folders(files, failures, outcomes, tokenized_root, setup, write_info, kept)
 
 
 def recorded_vocab_size(tokenized_root: Path) -> int:

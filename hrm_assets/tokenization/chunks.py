@@ -126,6 +126,36 @@ def _tokenize_chunk(
     threads: int | None,
     progress: Callable[[int], object] | None,
 ) -> list[TokenizeOutcome | TokenizeFailure]:
+    def encode(planned: list[tuple[CleanedFile, dict]]) -> list:
+        jobs = [
+            (str(item.path), str(out_root / item.safe_name), json.dumps(metadata))
+            for item, metadata in planned
+        ]
+        # Contamination and duplicates in the same read (contamination/tokenization_index.py).
+        from hrm_assets.common.settings import data_root
+        from hrm_assets.contamination.tokenization_index import scan_options
+
+        return setup.encoder().tokenize_files(
+            jobs, num_threads=threads, progress=progress, **scan_options(data_root())
+        )
+
+    return tokenize_locked_chunk(
+        chunk, out_root, lambda item, folder: _reuse_or_plan(item, folder, setup), encode, progress
+    )
+
+
+def tokenize_locked_chunk(
+    chunk: Sequence[CleanedFile],
+    out_root: Path,
+    plan: Callable[[CleanedFile, Path], TokenizeOutcome | dict],
+    encode: Callable[[list[tuple[CleanedFile, dict]]], list],
+    progress: Callable[[int], object] | None = None,
+) -> list[TokenizeOutcome | TokenizeFailure]:
+    """One chunk under its folders' locks, whatever the files are read from: dead writers'
+    leftovers removed, each file's folder reused or planned by ``plan(item, folder)`` (an
+    outcome, or the metadata to write it with; ``ValueError``/``OSError`` fail that file
+    only), the planned ones written by one ``encode([(item, metadata)])`` (a result or an
+    exception per file, in order). Outcomes in chunk order."""
     folders = [out_root / item.safe_name for item in chunk]
     with contextlib.ExitStack() as locks:
         for folder in folders:
@@ -136,32 +166,21 @@ def _tokenize_chunk(
             if is_owned(folder):
                 remove_leftovers(folder / METADATA_FILE)
         results: list[TokenizeOutcome | TokenizeFailure | None] = []
-        pending: list[tuple[int, CleanedFile, dict, int]] = []
+        pending: list[tuple[int, CleanedFile, dict]] = []
         for item, folder in zip(chunk, folders, strict=True):
             try:
-                decided = _reuse_or_plan(item, folder, setup)
+                decided = plan(item, folder)
             except (ValueError, OSError) as error:
                 decided = TokenizeFailure(item.safe_name, error)
-            if isinstance(decided, tuple):
-                metadata, size = decided
-                pending.append((len(results), item, metadata, size))
+            if isinstance(decided, dict):
+                pending.append((len(results), item, decided))
                 results.append(None)
             else:
                 results.append(decided)
                 if progress is not None and isinstance(decided, TokenizeOutcome):
                     progress(decided.bytes)
-        jobs = [
-            (str(item.path), str(out_root / item.safe_name), json.dumps(metadata))
-            for _, item, metadata, _ in pending
-        ]
-        # Contamination and duplicates in the same read (contamination/tokenization_index.py).
-        from hrm_assets.common.settings import data_root
-        from hrm_assets.contamination.tokenization_index import scan_options
-
-        written = setup.encoder().tokenize_files(
-            jobs, num_threads=threads, progress=progress, **scan_options(data_root())
-        )
-        for (index, item, metadata, _), result in zip(pending, written, strict=True):
+        written = encode([(item, metadata) for _, item, metadata in pending]) if pending else []
+        for (index, item, metadata), result in zip(pending, written, strict=True):
             if isinstance(result, Exception):
                 results[index] = TokenizeFailure(item.safe_name, result)
                 continue
@@ -171,12 +190,25 @@ def _tokenize_chunk(
     return [result for result in results if result is not None]
 
 
+def reuse_or_metadata(name: str, folder: Path, metadata: dict) -> TokenizeOutcome | dict:
+    """With ``folder``'s lock held: the outcome of reusing it when it is current for
+    ``metadata`` (its ``metadata.json`` refreshed if only the recorded time moved), else
+    ``metadata`` to write it with."""
+    current = reusable_metadata(folder, metadata)
+    if current is None:
+        return metadata
+    refreshed = refreshed_metadata_text(current, metadata)
+    if refreshed is not None:
+        atomic_write_text(folder / METADATA_FILE, refreshed)
+    return reused_outcome(name, current, metadata, folder)
+
+
 def _reuse_or_plan(
     cleaned: CleanedFile, folder: Path, setup: TokenizerSetup
-) -> TokenizeOutcome | tuple[dict, int]:
-    """The outcome of reusing ``folder`` if it is current, else the metadata (and source size)
-    to write it with. Call with the folder's lock held. Raises :class:`ForeignOutputError` if
-    ``folder`` holds something this tool did not write."""
+) -> TokenizeOutcome | dict:
+    """The outcome of reusing ``folder`` if it is current, else the metadata to write it
+    with. Call with the folder's lock held. Raises :class:`ForeignOutputError` if ``folder``
+    holds something this tool did not write."""
     refuse_foreign(folder)
     if not is_utf8(cleaned.relative):
         # metadata.json records the name as UTF-8 JSON (as data_io's does): no such name.
@@ -188,13 +220,7 @@ def _reuse_or_plan(
     metadata = expected_metadata(
         cleaned.relative, stat.st_size, stat.st_mtime, file_sha256(cleaned.path), setup
     )
-    current = reusable_metadata(folder, metadata)
-    if current is None:
-        return metadata, stat.st_size
-    refreshed = refreshed_metadata_text(current, metadata)
-    if refreshed is not None:
-        atomic_write_text(folder / METADATA_FILE, refreshed)
-    return reused_outcome(cleaned.safe_name, current, metadata, folder)
+    return reuse_or_metadata(cleaned.safe_name, folder, metadata)
 
 
 def is_utf8(name: str) -> bool:

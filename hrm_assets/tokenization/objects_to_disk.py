@@ -10,37 +10,23 @@ the hash kept by key, size, ETag and last modified), so an unchanged object is n
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from hrm_assets.cleaning.sources import SourceSpec
-from hrm_assets.common.atomic import (
-    atomic_write_text,
-    exclusive_lock,
-    lock_path_for,
-    remove_leftovers,
-    remove_leftovers_of_many,
-)
 from hrm_assets.common.layout import CleanedFile
 from hrm_assets.common.storage import ObjectInfo
-from hrm_assets.tokenization.chunks import CHUNK_FILES
-from hrm_assets.tokenization.outcomes import (
-    TokenizeFailure,
-    TokenizeOutcome,
-    reused_outcome,
-    written_outcome,
+from hrm_assets.tokenization.chunks import (
+    CHUNK_FILES,
+    reuse_or_metadata,
+    tokenize_locked_chunk,
 )
-from hrm_assets.tokenization.output_folders import is_owned, refuse_foreign
+from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome
+from hrm_assets.tokenization.output_folders import refuse_foreign
 from hrm_assets.tokenization.tokenizer_setup import TokenizerSetup
-from hrm_assets.tokenization.versions import (
-    METADATA_FILE,
-    expected_metadata,
-    refreshed_metadata_text,
-    reusable_metadata,
-)
+from hrm_assets.tokenization.versions import expected_metadata
 
 
 class CleanedObjects(Protocol):
@@ -104,55 +90,23 @@ def _tokenize_chunk(
     storage: Mapping[str, str],
     threads: int | None,
 ) -> list[TokenizeOutcome | TokenizeFailure]:
-    folders = [out_root / item.safe_name for item in chunk]
-    with contextlib.ExitStack() as locks:
-        for folder in folders:
-            locks.enter_context(exclusive_lock(lock_path_for(folder)))
-        # Whoever wrote these leftovers held these locks, so they are dead.
-        remove_leftovers_of_many(folders)
-        for folder in folders:
-            if is_owned(folder):
-                remove_leftovers(folder / METADATA_FILE)
-        results: list[TokenizeOutcome | TokenizeFailure | None] = []
-        pending: list[tuple[int, CleanedFile, dict]] = []
-        for item, folder in zip(chunk, folders, strict=True):
-            try:
-                decided = _reuse_or_plan(item, heads[item.relative], folder, setup)
-            except (ValueError, OSError) as error:
-                decided = TokenizeFailure(item.safe_name, error)
-            if isinstance(decided, dict):
-                pending.append((len(results), item, decided))
-                results.append(None)
-            else:
-                results.append(decided)
+    def plan(item: CleanedFile, folder: Path) -> TokenizeOutcome | dict:
+        return _reuse_or_plan(item, heads[item.relative], folder, setup)
+
+    def encode(planned: list[tuple[CleanedFile, dict]]) -> list:
         jobs = [
             (cleaned.url_of(item), str(out_root / item.safe_name), json.dumps(metadata))
-            for _, item, metadata in pending
+            for item, metadata in planned
         ]
-        written = _encode(jobs, setup, storage, threads) if jobs else []
-        for (index, item, metadata), result in zip(pending, written, strict=True):
-            if isinstance(result, Exception):
-                results[index] = TokenizeFailure(item.safe_name, result)
-                continue
-            results[index] = written_outcome(
-                item.safe_name, metadata, result, out_root / item.safe_name
-            )
-    return [result for result in results if result is not None]
+        # Contamination and duplicates in the same read, as for files on disk (chunks.py).
+        from hrm_assets.common.settings import data_root
+        from hrm_assets.contamination.tokenization_index import scan_options
 
+        return setup.encoder().tokenize_files(
+            jobs, num_threads=threads, storage_options=dict(storage), **scan_options(data_root())
+        )
 
-def _encode(
-    jobs: list[tuple[str, str, str]],
-    setup: TokenizerSetup,
-    storage: Mapping[str, str],
-    threads: int | None,
-) -> list:
-    # Contamination and duplicates in the same read, as for files on disk (chunks.py).
-    from hrm_assets.common.settings import data_root
-    from hrm_assets.contamination.tokenization_index import scan_options
-
-    return setup.encoder().tokenize_files(
-        jobs, num_threads=threads, storage_options=dict(storage), **scan_options(data_root())
-    )
+    return tokenize_locked_chunk(chunk, out_root, plan, encode)
 
 
 def _reuse_or_plan(
@@ -166,10 +120,4 @@ def _reuse_or_plan(
     metadata = expected_metadata(
         cleaned.relative, info.size, info.last_modified, info.sha256, setup
     )
-    current = reusable_metadata(folder, metadata)
-    if current is None:
-        return metadata
-    refreshed = refreshed_metadata_text(current, metadata)
-    if refreshed is not None:
-        atomic_write_text(folder / METADATA_FILE, refreshed)
-    return reused_outcome(cleaned.safe_name, current, metadata, folder)
+    return reuse_or_metadata(cleaned.safe_name, folder, metadata)
