@@ -10,8 +10,9 @@ Both files are always written, as data_io does. Local mirror:
 ``nvidia/OpenMathInstruct-2/data/train-*.parquet`` (the ``train_1M``/``train_2M``/``train_5M``
 subsets beside them are other splits and are not read).
 
-Cleaned on columns (:func:`clean_openmathinstruct2_batch`) when the mirror is Parquet; each
-record's ``cot`` row comes before its ``direct`` row, as the per-record rule gives them.
+Cleaned on columns (:func:`clean_openmathinstruct2_batch`) when the mirror is Parquet. Each
+file gets its rows in record order, as the per-record rule gives them; within a batch the
+``cot`` rows come first, then the ``direct`` rows (see the function for why and when).
 
 Deliberate difference: data_io would write a null field into its Parquet as a null; here such
 a row is counted as skipped by the row validation (``field missing or not a string``).
@@ -46,9 +47,17 @@ def clean_openmathinstruct2(record: Record, part: str) -> Iterator[Row]:
 
 
 def clean_openmathinstruct2_batch(batch, part: str) -> CleanedBatch:
-    """:func:`clean_openmathinstruct2` on a record batch: every record's cot row, then its
+    """:func:`clean_openmathinstruct2` on a record batch: every record's cot row, and its
     direct row when its problem is not an original one (a null ``problem_source`` is not one,
-    as ``None not in ORIGINAL_SOURCES``). Null texts are left to the engine's row check."""
+    as ``None not in ORIGINAL_SOURCES``).
+
+    The batch's cot rows come first, as the raw columns themselves, then its direct rows: each
+    output's rows are a zero-copy slice for its writer, where rows interleaved per record were
+    copied twice more (into that order, then apart again per output), about a third of the
+    engine's work on this source. Each file's rows, the report and its examples are the same:
+    the engine groups rows by output keeping their order. When a text is null (the engine
+    rejects such rows one by one, numbering them in batch order), the rows are interleaved per
+    record as the row path gives them, so the examples of rejected rows keep its order too."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -58,22 +67,32 @@ def clean_openmathinstruct2_batch(batch, part: str) -> CleanedBatch:
         text(batch.column("problem_source")), value_set=pa.array(sorted(ORIGINAL_SOURCES))
     )
     direct = np.flatnonzero(~original.to_numpy(zero_copy_only=False))
-    # Row keys 2*record (cot) and 2*record + 1 (direct): sorted, they interleave per record.
-    keys = np.concatenate((np.arange(count, dtype=np.int64) * 2, direct * 2 + 1))
-    order = pa.array(np.argsort(keys, kind="stable"))
-    problem = text(batch.column("problem"))
     take_direct = pa.array(direct)
-    rows = rows_table(
-        pa.concat_arrays([constant(COT, count), constant(DIRECT, len(direct))]).take(order),
-        pa.concat_arrays([problem, problem.take(take_direct)]).take(order),
-        pa.concat_arrays(
-            [
-                text(batch.column("generated_solution")),
-                text(batch.column("expected_answer")).take(take_direct),
-            ]
-        ).take(order),
+    problem = text(batch.column("problem"))
+    solution = text(batch.column("generated_solution"))
+    answer = text(batch.column("expected_answer")).take(take_direct)
+    conditions = [constant(COT, count), constant(DIRECT, len(direct))]
+    instructions = [problem, problem.take(take_direct)]
+    responses = [solution, answer]
+    if problem.null_count or solution.null_count or answer.null_count:
+        # Row keys 2*record (cot) and 2*record + 1 (direct): sorted, they interleave per record.
+        keys = np.concatenate((np.arange(count, dtype=np.int64) * 2, direct * 2 + 1))
+        order = pa.array(np.argsort(keys, kind="stable"))
+        rows = rows_table(
+            *(
+                pa.concat_arrays(column).take(order)
+                for column in (conditions, instructions, responses)
+            )
+        )
+        return CleanedBatch(rows=rows, records=np.sort(keys) // 2)
+    rows = pa.table(
+        {
+            "condition": pa.chunked_array(conditions, pa.string()),
+            "instruction": pa.chunked_array(instructions, pa.string()),
+            "response": pa.chunked_array(responses, pa.string()),
+        }
     )
-    return CleanedBatch(rows=rows, records=np.sort(keys) // 2)
+    return CleanedBatch(rows=rows, records=np.concatenate((np.arange(count), direct)))
 
 
 OPENMATHINSTRUCT2_COLUMNAR = ColumnarRule(

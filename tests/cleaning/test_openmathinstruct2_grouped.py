@@ -1,0 +1,88 @@
+"""OpenMathInstruct-2's rule gives a batch's cot rows, then its direct rows, as zero-copy
+columns when no text is null, and rows interleaved per record otherwise: the files and the
+report are the row path's either way, batches of both kinds mixed in one run."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hrm_assets.cleaning import columnar
+from hrm_assets.cleaning.clean import clean_source
+from hrm_assets.cleaning.sources import get_source
+from hrm_assets.cleaning.sources.openmathinstruct2 import (
+    COT,
+    DIRECT,
+    clean_openmathinstruct2,
+    clean_openmathinstruct2_batch,
+)
+from tests.cleaning.test_columnar import digests, report_content
+
+SOURCES = ["augmented_math", "math", "augmented_gsm8k", "gsm8k", None]
+
+
+def _records(count: int, nulls_below: int = 0) -> list[dict]:
+    """Records whose texts are null now and then among the first ``nulls_below``."""
+    return [
+        {
+            "problem": None if i < nulls_below and i % 7 == 3 else f"Problem {i}: {i} + 1? ü",
+            "generated_solution": None if i < nulls_below and i % 11 == 5 else f"$\\boxed{{{i}}}$",
+            "expected_answer": None if i < nulls_below and i % 13 == 2 else str(i + 1),
+            "problem_source": SOURCES[i % len(SOURCES)],
+        }
+        for i in range(count)
+    ]
+
+
+def test_a_batch_without_nulls_gives_each_outputs_rows_together_from_the_raw_columns():
+    batch = pa.RecordBatch.from_pylist(_records(40))
+    cleaned = clean_openmathinstruct2_batch(batch, "default")
+    rows = cleaned.rows.to_pylist()
+    expected = [row for record in _records(40) for row in clean_openmathinstruct2(record, "")]
+    cot = [row for row in expected if row.condition == COT]
+    direct = [row for row in expected if row.condition == DIRECT]
+    assert [tuple(row.values()) for row in rows] == [tuple(row) for row in cot + direct]
+    assert cleaned.records.tolist() == [
+        *range(40),
+        *(i for i in range(40) if SOURCES[i % len(SOURCES)] not in ("math", "gsm8k")),
+    ]
+    # The cot rows' texts are the raw arrays themselves, not copies.
+    solution = cleaned.rows.column("response").chunk(0)
+    assert solution.buffers()[2].address == batch.column("generated_solution").buffers()[2].address
+
+
+def test_a_batch_with_a_null_text_interleaves_rows_per_record():
+    records = _records(40, nulls_below=40)
+    cleaned = clean_openmathinstruct2_batch(pa.RecordBatch.from_pylist(records), "default")
+    expected = [row for record in records for row in clean_openmathinstruct2(record, "")]
+    assert [tuple(row.values()) for row in cleaned.rows.to_pylist()] == [
+        tuple(row) for row in expected
+    ]
+    assert cleaned.records.tolist() == sorted(cleaned.records.tolist())
+
+
+def test_the_engine_equals_the_row_path_with_grouped_and_interleaved_batches(tmp_path, monkeypatch):
+    folder: Path = tmp_path / "raw" / "nvidia" / "OpenMathInstruct-2" / "data"
+    folder.mkdir(parents=True)
+    # Nulls in the first two batches of the first shard only: later batches are grouped.
+    pq.write_table(
+        pa.Table.from_pylist(_records(2300, nulls_below=700)),
+        folder / "train-00000-of-00002.parquet",
+        row_group_size=900,
+    )
+    pq.write_table(pa.Table.from_pylist(_records(1800)), folder / "train-00001-of-00002.parquet")
+    monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
+    spec = get_source("openmathinstruct2")
+    one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
+    two = clean_source(spec, tmp_path / "two", tmp_path / "raw", threads=2)
+    rows = clean_source(
+        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
+    )
+    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
+    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "rows")
+    assert report_content(one) == report_content(two) == report_content(rows)
+    assert one.skipped and all(entry.examples for entry in one.skipped.values())
+    assert one.files["openmathinstruct2/direct.parquet"].rows > 1000
