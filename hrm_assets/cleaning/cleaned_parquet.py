@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hrm_assets.cleaning.arrow_buffers import integers
 from hrm_assets.cleaning.mapped_spill import MappedFile, pages_dropped_while
 from hrm_assets.cleaning.rows import FIELDS, Row
 from hrm_assets.common.atomic import (
@@ -435,7 +436,7 @@ class ParquetRowWriter:
             table = self._buffered_table(mapped)
             plans = []
             for index, column in enumerate(table.columns):
-                lengths = pc.binary_length(column).to_numpy(zero_copy_only=False)
+                lengths = integers(pc.binary_length(column))
                 starts, self._chunk_bytes[index] = chunk_starts(
                     lengths, self._chunk_bytes[index], self._chunk_text_limit
                 )

@@ -30,6 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hrm_assets.cleaning.arrow_buffers import (
+    boolean_array,
+    integers,
+    null_flags,
+    string_scalar,
+    true_flags,
+)
 from hrm_assets.cleaning.checks import check_row
 from hrm_assets.cleaning.columnar import (
     COLUMNAR_BATCH_ROWS,
@@ -292,9 +299,7 @@ def _record_batch(
                 locator = f"{part}#{read + int(sources[position]) + 1}"
                 report.skip(reason, SkipExample(files[code], number, locator, message))
         counts = np.bincount(codes, minlength=len(files))
-        import pyarrow as pa
-
-        rows, codes = rows.filter(pa.array(keep)), codes[keep]
+        rows, codes = rows.filter(boolean_array(keep)), codes[keep]
     else:
         counts = np.bincount(codes, minlength=len(files))
     for file_report, count in zip(file_reports, counts, strict=True):
@@ -317,7 +322,7 @@ def _file_codes(
         names = [
             spec.output_of_row((value, "", ""), "") for value in conditions.dictionary.to_pylist()
         ]
-        codes = conditions.indices.to_numpy(zero_copy_only=False)
+        codes = integers(conditions.indices)
     elif cleaned.output is not None:
         names, codes = [cleaned.output], np.zeros(rows.num_rows, dtype=np.int64)
     else:
@@ -342,13 +347,11 @@ def _suspect_rows(rows: pa.Table) -> list[int]:
 
     mask = np.zeros(rows.num_rows, dtype=bool)
     for name in FIELDS:
-        column = rows.column(name)
-        if column.null_count:
-            mask |= column.is_null().to_numpy(zero_copy_only=False)
+        mask |= null_flags(rows.column(name))
     conditions = rows.column("condition")
     for value in pc.unique(conditions).to_pylist():
         if value is not None and unknown_tags(value):
-            mask |= pc.fill_null(pc.equal(conditions, value), False).to_numpy(zero_copy_only=False)
+            mask |= true_flags(pc.equal(conditions, string_scalar(value)))
     return [int(position) for position in np.flatnonzero(mask)]
 
 

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hrm_assets.cleaning.arrow_buffers import index_array, integers
 from hrm_assets.cleaning.cleaned_parquet import BufferBudget, fits_one_write
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import PREVIEW_CHARS, PREVIEW_ROWS
@@ -82,7 +83,6 @@ class OutputUnit:
 
     def add(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
         import numpy as np
-        import pyarrow as pa
 
         present = np.unique(codes)
         if len(present) == 1 and not self.pieces:
@@ -105,7 +105,7 @@ class OutputUnit:
                 if int(positions[-1]) - first + 1 == count:
                     group = rows.slice(first, count)
                 else:
-                    group = rows.take(pa.array(positions))
+                    group = rows.take(index_array(positions))
                 text = int(_text_lengths(group).sum())
                 self.outputs.writer(relative, self.budget).write_batch(group, text)
                 self.direct[relative] = self.direct.get(relative, 0) + text
@@ -115,7 +115,7 @@ class OutputUnit:
             first = self.outputs.out_root / files[int(codes[0])]
             self.store = BatchStore(first, self.store_budget)
         order = np.argsort(codes, kind="stable")
-        grouped = rows.take(pa.array(order))
+        grouped = rows.take(index_array(order))
         lengths = _text_lengths(grouped)
         ends = np.cumsum(lengths)
         counts = np.bincount(codes, minlength=len(files))
@@ -131,7 +131,7 @@ class OutputUnit:
         conditions = grouped.column("condition").combine_chunks().dictionary_encode()
         names = conditions.dictionary.to_pylist()
         pairs = np.bincount(
-            codes[order] * len(names) + conditions.indices.to_numpy(zero_copy_only=False),
+            codes[order] * len(names) + integers(conditions.indices),
             minlength=len(files) * len(names),
         ).reshape(len(files), len(names))
         for (code, start, count, text), key in zip(groups, keys, strict=True):
@@ -210,7 +210,7 @@ def _text_lengths(rows: pa.Table) -> np.ndarray:
     total = np.zeros(rows.num_rows, dtype=np.int64)
     for name in FIELDS:
         lengths = pc.binary_length(rows.column(name)).combine_chunks()
-        total += pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False)
+        total += integers(lengths, null_as=0)
     return total
 
 
@@ -258,7 +258,7 @@ class BatchStore:
             self._stream = pa.ipc.new_stream(self._sink, self._schema)
             # The schema message goes out with the first batch: send an empty one now, so
             # that each group's segment below holds its record batch message alone.
-            empty = [pa.array([], field.type) for field in self._schema]
+            empty = [pa.nulls(0, field.type) for field in self._schema]
             self._stream.write_batch(pa.record_batch(empty, schema=self._schema))
         batch = table.combine_chunks().to_batches()[0]
         keys = []

@@ -212,3 +212,8 @@ def test_bad_raw_text_names_file_row_and_field(tmp_path, name, folder, column, f
     message = str(error.value)
     assert str(path) in message and "row 22" in message
     assert f"'{field}'" in message and "UTF-8" in message
+
+
+def test_the_whitespace_stripped_is_what_str_strip_removes():
+    everything = "".join(chr(code) for code in range(0x110000) if chr(code).isspace())
+    assert columnar.PYTHON_WHITESPACE == everything

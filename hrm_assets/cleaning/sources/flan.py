@@ -124,8 +124,10 @@ def clean_flan_batch(batch, part: str) -> CleanedBatch:
     skipped, the others routed by their task's safe name, in read order."""
     import numpy as np
 
+    from hrm_assets.cleaning.arrow_buffers import boolean_array, integers
+
     nulls = null_mask(batch, COLUMNS)
-    kept = batch.filter(~nulls) if nulls.any() else batch
+    kept = batch.filter(boolean_array(~nulls)) if nulls.any() else batch
     tasks = text(kept.column("_task_name")).dictionary_encode()
     names = [_task_file(part, task) for task in tasks.dictionary.to_pylist()]
     return CleanedBatch(
@@ -134,7 +136,7 @@ def clean_flan_batch(batch, part: str) -> CleanedBatch:
         ),
         records=np.flatnonzero(~nulls),
         route_names=names,
-        route_codes=tasks.indices.to_numpy(zero_copy_only=False),
+        route_codes=integers(tasks.indices),
         skips=[
             BatchSkip(
                 NULL_FIELD,

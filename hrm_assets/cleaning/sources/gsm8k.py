@@ -48,22 +48,28 @@ def clean_gsm8k_batch(batch, part: str) -> CleanedBatch:
     """:func:`clean_gsm8k` on a record batch; a null answer or question is the malformed
     record the row path reports (``None.split``, ``None.strip``)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
+    from hrm_assets.cleaning.arrow_buffers import (
+        index_array,
+        integer_scalar,
+        integers,
+        null_flags,
+    )
+
     question, answer = text(batch.column("question")), text(batch.column("answer"))
-    null_answer = answer.is_null().to_numpy(zero_copy_only=False)
+    null_answer = null_flags(answer)
     # One split gives both the pieces' count and the text after the separator (counting the
     # occurrences first, pyarrow's count_substring, cost four times the split).
     pieces = pc.split_pattern(answer, ANSWER_SEPARATOR)
-    two = pc.equal(pc.list_value_length(pieces), 2)
-    bad = ~null_answer & ~pc.fill_null(two, False).to_numpy(zero_copy_only=False)
-    null_question = ~null_answer & ~bad & question.is_null().to_numpy(zero_copy_only=False)
+    two = np.diff(integers(pieces.offsets)) == 2  # pieces per answer (a null answer: 0)
+    bad = ~null_answer & ~two
+    null_question = ~null_answer & ~bad & null_flags(question)
     chosen = np.flatnonzero(~(null_answer | bad | null_question))
     if len(chosen) < batch.num_rows:  # no copy when every record gives its row
-        take = pa.array(chosen)
+        take = index_array(chosen)
         question, pieces = question.take(take), pieces.take(take)
-    after = pc.list_element(pieces, 1)
+    after = pc.list_element(pieces, integer_scalar(1))
     output = GSM8K_TRAIN.output
 
     def parts(row: int) -> str:

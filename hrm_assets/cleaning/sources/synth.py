@@ -114,38 +114,42 @@ def clean_synth_batch(batch, part: str) -> CleanedBatch:
     """:func:`clean_synth` on a record batch, as column kernels (data_io's polars plan): the
     filter first, then the texts of the rows it keeps only."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
+
+    from hrm_assets.cleaning.arrow_buffers import (
+        boolean_array,
+        index_array,
+        null_flags,
+        string_array,
+        string_scalar,
+        true_flags,
+    )
 
     output = route_synth({}, part)
     filter_nulls = null_mask(batch, COLUMNS[:3])
     wanted = pc.and_(
         pc.and_(
-            pc.equal(text(batch.column("language")), "en"),
+            pc.equal(text(batch.column("language")), string_scalar("en")),
             pc.invert(pc.match_substring(text(batch.column("query_seed_url")), SELF_KNOWLEDGE)),
         ),
-        pc.not_equal(text(batch.column("exercise")), "cooking"),
+        pc.not_equal(text(batch.column("exercise")), string_scalar("cooking")),
     )
-    wanted = pc.fill_null(wanted, False).to_numpy(zero_copy_only=False) & ~filter_nulls
-    chosen = np.flatnonzero(wanted)
-    kept = batch.take(pa.array(chosen))
+    chosen = np.flatnonzero(true_flags(wanted) & ~filter_nulls)
+    kept = batch.take(index_array(chosen))
     exercise = text(kept.column("exercise"))
     query, answer = text(kept.column("query")), text(kept.column("synthetic_answer"))
     # instruction: query + constraints for rag, else query; null when a part it uses is null.
-    rag = pc.equal(exercise, "rag")
-    suffix = pc.if_else(rag, text(kept.column("constraints")), "")
-    instruction = pc.binary_join_element_wise(query, suffix, "")
-    null_text = instruction.is_null().to_numpy(zero_copy_only=False) | answer.is_null().to_numpy(
-        zero_copy_only=False
-    )
+    rag = pc.equal(exercise, string_scalar("rag"))
+    suffix = pc.if_else(rag, text(kept.column("constraints")), string_scalar(""))
+    instruction = pc.binary_join_element_wise(query, suffix, string_scalar(""))
+    null_text = null_flags(instruction) | null_flags(answer)
     names = exercise.dictionary_encode()
-    conditions = pa.array(
-        [CONDITIONS.get(name, FALLBACK_CONDITION) for name in names.dictionary.to_pylist()],
-        pa.string(),
+    conditions = string_array(
+        [CONDITIONS.get(name, FALLBACK_CONDITION) for name in names.dictionary.to_pylist()]
     ).take(names.indices)
     rows = rows_table(conditions, instruction, answer)
     if null_text.any():
-        rows = rows.filter(pa.array(~null_text))
+        rows = rows.filter(boolean_array(~null_text))
     return CleanedBatch(
         rows=rows,
         records=chosen[~null_text],

@@ -314,17 +314,24 @@ def clean_tasksource_batch(batch, part: str) -> CleanedBatch:
     """:func:`clean_tasksource` and :func:`route_tasksource` on a record batch (text columns:
     a value that is not a string can only be a null here)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
+
+    from hrm_assets.cleaning.arrow_buffers import (
+        index_array,
+        integers,
+        null_flags,
+        string_array,
+        true_flags,
+    )
 
     task = text(batch.column("task"))
     inputs, targets = text(batch.column("inputs")), text(batch.column("targets"))
-    null_task = task.is_null().to_numpy(zero_copy_only=False)
-    selected = pc.is_in(task, value_set=pa.array(TASKS)).to_numpy(zero_copy_only=False)
-    bad_inputs = selected & inputs.is_null().to_numpy(zero_copy_only=False)
-    bad_targets = selected & ~bad_inputs & targets.is_null().to_numpy(zero_copy_only=False)
+    null_task = null_flags(task)
+    selected = true_flags(pc.is_in(task, value_set=string_array(TASKS)))
+    bad_inputs = selected & null_flags(inputs)
+    bad_targets = selected & ~bad_inputs & null_flags(targets)
     chosen = np.flatnonzero(selected & ~bad_inputs & ~bad_targets)
-    take = pa.array(chosen)
+    take = index_array(chosen)
     kept_targets = targets.take(take)
     response = pc.if_else(
         pc.ends_with(kept_targets, "."), pc.utf8_slice_codeunits(kept_targets, 0, -1), kept_targets
@@ -338,7 +345,7 @@ def clean_tasksource_batch(batch, part: str) -> CleanedBatch:
         rows=rows_table(constant(CONDITION, len(chosen)), inputs.take(take), response),
         records=chosen,
         route_names=[TASK_OUTPUTS[name] for name in tasks.dictionary.to_pylist()],
-        route_codes=tasks.indices.to_numpy(zero_copy_only=False),
+        route_codes=integers(tasks.indices),
         skips=[
             BatchSkip(
                 BAD_TASK,

@@ -1,0 +1,136 @@
+"""Arrow arrays to and from numpy arrays and Python strings, through their buffers.
+
+pyarrow's own conversions (``pa.array`` of a list or of a numpy array, ``Array.to_numpy``,
+``pa.scalar``, ``pa.repeat``, a Python value given to a compute function, a numpy array given
+to ``take`` or ``filter``) import pandas the first time one runs in a process: 0.4 to 0.7 s on
+this machine, more than SYNTH's rule costs for a whole file. The columnar engine and its rules
+use these helpers instead; ``pa.Array.from_buffers`` and numpy views of an array's buffers
+never touch pandas (``tests/cleaning/test_no_pandas.py`` keeps it so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+
+def _single(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    import pyarrow as pa
+
+    if not isinstance(array, pa.ChunkedArray):
+        return array
+    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+
+
+def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
+    """``length`` bits of an Arrow bitmap from bit ``offset``, as numpy booleans."""
+    import numpy as np
+
+    packed = np.frombuffer(buffer, dtype=np.uint8, count=(offset + length + 7) // 8)
+    return np.unpackbits(packed, count=offset + length, bitorder="little")[offset:].view(bool)
+
+
+def true_flags(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Where a boolean array is true, as numpy booleans (a null is not true)."""
+    import numpy as np
+
+    array = _single(array)
+    validity, values = array.buffers()
+    if not len(array):
+        return np.zeros(0, dtype=bool)
+    flags = _bits(values, array.offset, len(array))
+    if array.null_count:
+        flags = flags & _bits(validity, array.offset, len(array))
+    return flags
+
+
+def null_flags(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Where ``array`` is null, as numpy booleans (``array.is_null()`` in numpy)."""
+    import numpy as np
+
+    if not array.null_count:
+        return np.zeros(len(array), dtype=bool)
+    return true_flags(_single(array).is_null())
+
+
+def integers(array: pa.Array | pa.ChunkedArray, null_as: int | None = None) -> np.ndarray:
+    """The values of an integer array as numpy integers: a read-only view when it has no
+    nulls; else a copy with ``null_as`` in place of each null (ValueError without it)."""
+    import numpy as np
+    import pyarrow as pa
+
+    array = _single(array)
+    kind = array.type
+    if not pa.types.is_integer(kind):
+        raise TypeError(f"{kind} is not an integer type")
+    dtype = np.dtype(f"<{'i' if pa.types.is_signed_integer(kind) else 'u'}{kind.bit_width // 8}")
+    values = array.buffers()[1]
+    if values is None:  # an empty array may have no buffers
+        return np.zeros(0, dtype=dtype)
+    view = np.frombuffer(values, dtype=dtype, count=array.offset + len(array))[array.offset :]
+    if not array.null_count:
+        return view
+    if null_as is None:
+        raise ValueError("an integer array with nulls and no value for them")
+    return np.where(null_flags(array), dtype.type(null_as), view)
+
+
+def boolean_array(flags: np.ndarray) -> pa.BooleanArray:
+    """``flags`` (numpy booleans) as an Arrow boolean array without nulls."""
+    import numpy as np
+    import pyarrow as pa
+
+    packed = np.packbits(np.asarray(flags, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(packed)])
+
+
+def index_array(indices: np.ndarray) -> pa.Int64Array:
+    """Row positions (numpy integers) as an Arrow ``int64`` array, for ``take``."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(indices, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def integer_scalar(value: int) -> pa.Int64Scalar:
+    """``value`` as an Arrow ``int64`` scalar, for a compute function's argument."""
+    import numpy as np
+
+    return index_array(np.array([value]))[0]
+
+
+def string_array(values: Sequence[str]) -> pa.StringArray:
+    """Python strings as an Arrow ``string`` array without nulls."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = [value.encode("utf-8") for value in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(value) for value in encoded], out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise ValueError("strings too long for one Arrow string array")
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
+
+
+def string_scalar(value: str) -> pa.StringScalar:
+    """``value`` as an Arrow scalar, for a compute function's argument."""
+    return string_array([value])[0]
+
+
+def repeated_string(value: str, length: int) -> pa.StringArray:
+    """A ``string`` array of ``length`` copies of ``value``."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = value.encode("utf-8")
+    if len(encoded) * length >= 2**31:
+        raise ValueError("strings too long for one Arrow string array")
+    offsets = np.arange(length + 1, dtype=np.int32) * np.int32(len(encoded))
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(encoded * length)]
+    return pa.Array.from_buffers(pa.string(), length, buffers)
