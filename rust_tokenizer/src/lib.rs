@@ -8,6 +8,8 @@
 //! - [`npy`]: the `.npy` headers, element types and writers both stages use;
 //! - [`ngram`]: contamination with evaluation sets (hashed word n-grams) and exact duplicates;
 //! - [`jsonl`]: cleaned rows as data_io's JSON lines (orjson's bytes), built from text columns;
+//! - [`text_lines`]: a text file's lines as Python's text mode and `str.strip()` give them,
+//!   paired as question and answer into text columns (dmmath);
 //! - [`scan`]: one read of each file of an output folder for its checks (size, SHA-256 and a
 //!   plain array's length and largest value);
 //! - [`error`]: the one error type.
@@ -22,6 +24,7 @@ pub mod npy;
 pub mod sample;
 pub mod scan;
 pub mod storage;
+pub mod text_lines;
 pub mod tokenize;
 
 #[cfg(feature = "pyo3")]

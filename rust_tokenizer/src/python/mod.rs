@@ -10,7 +10,8 @@
 //!   for their checks);
 //! - [`ngram`] binds `NgramIndex`, `DuplicateIndex`, `normalized_words` and `duplicate_keys`
 //!   (contamination and duplicates);
-//! - [`jsonl`] binds `json_lines` (cleaned JSONL written from text columns).
+//! - [`jsonl`] binds `json_lines` (cleaned JSONL written from text columns);
+//! - [`text_lines`] binds `question_answer_lines` (a text block's stripped lines, paired).
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
 //! compiled module by `tests/project/test_extension_stub.py`).
@@ -23,6 +24,7 @@ mod ngram;
 mod npy;
 mod progress;
 mod sample;
+mod text_lines;
 mod tokenize;
 
 #[pymodule]
@@ -32,5 +34,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     npy::register(module)?;
     ngram::register(module)?;
     jsonl::register(module)?;
+    text_lines::register(module)?;
     Ok(())
 }
