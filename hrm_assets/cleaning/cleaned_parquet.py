@@ -256,11 +256,11 @@ class ParquetRowWriter:
         self._group_rows = 0
         self._chunk_bytes = [0] * len(self.columns)  # text in each column's open Arrow chunk
         # The spill file of the row group being buffered: one IPC stream, open while rows
-        # are added; once closed, its (offset, size) in _spill_segments.
+        # are added; once closed, its size in _spilled_bytes (0: nothing spilled).
         self._spill_path: Path | None = None
         self._spill_file: pa.NativeFile | None = None
         self._spill_stream: pa.ipc.RecordBatchStreamWriter | None = None
-        self._spill_segments: list[tuple[int, int]] = []
+        self._spilled_bytes = 0
         self._stack = contextlib.ExitStack()
         self._mapped: list[MappedFile] = []  # while a row group is written
         self._writer: pq.ParquetWriter | None = None
@@ -388,7 +388,7 @@ class ParquetRowWriter:
         self._release_buffered()
 
     def _close_spill_stream(self) -> None:
-        """End the row group's spill stream; its bytes become the first segment."""
+        """End the row group's spill stream (its bytes start the spill file)."""
         if self._spill_stream is None:
             return
         stream, self._spill_stream = self._spill_stream, None
@@ -396,7 +396,7 @@ class ParquetRowWriter:
         size = self._spill_file.tell()
         self._spill_file.close()
         self._spill_file = None
-        self._spill_segments = [(0, size)]
+        self._spilled_bytes = size
 
     def _release_buffered(self) -> None:
         if self._budget is not None:
@@ -409,8 +409,8 @@ class ParquetRowWriter:
         import pyarrow as pa
 
         batches = []
-        for offset, size in self._spill_segments if mapped is not None else ():
-            batches.extend(pa.ipc.open_stream(mapped.buffer.slice(offset, size)))
+        if mapped is not None:
+            batches.extend(pa.ipc.open_stream(mapped.buffer.slice(0, self._spilled_bytes)))
         batches.extend(self._batches)
         return pa.Table.from_batches(batches, schema=self._schema)
 
@@ -476,7 +476,7 @@ class ParquetRowWriter:
         """The spill file mapped for this row group (None: nothing spilled); unmapped when
         ``stack`` closes."""
         self._mapped = []
-        if not self._spill_segments:
+        if not self._spilled_bytes:
             return None
         mapped = MappedFile(self._spill_path)
         self._mapped.append(mapped)
@@ -522,7 +522,7 @@ class ParquetRowWriter:
         if self._spill_path is not None:
             self._spill_path.unlink(missing_ok=True)
         self._spill_path = None
-        self._spill_segments = []
+        self._spilled_bytes = 0
 
     def _finish(self) -> None:
         if self.rows == 0:  # data_io's write_table of an empty table: one empty row group
