@@ -138,10 +138,11 @@ def clean_parts_columnar(
     if not spec.columnar.parts_disjoint:  # one pass over every part, then the files
         with OutputUnit(spec, outputs, DEFAULT_BUFFER_BYTES, None) as unit:
             for part, files in parts:
-                _clean_part(spec, part, files, unit, report, read_error, *feed)
+                _clean_part(spec, part, files, unit, report, read_error, *feed, threads)
             unit.finish(threads)
         return
     workers = min(threads, len(parts)) or 1
+    rule_threads = max(1, threads // workers)  # a part read alone cleans batches on every core
     share = max(1, DEFAULT_BUFFER_BYTES // workers)
     left = {"parts": len(parts)}  # parts not yet read through
     lock = threading.Lock()
@@ -151,7 +152,7 @@ def clean_parts_columnar(
         part, files = item
         part_report = CleaningReport(spec.name)
         with OutputUnit(spec, outputs, share, gate) as unit:
-            _clean_part(spec, part, files, unit, part_report, read_error, *feed)
+            _clean_part(spec, part, files, unit, part_report, read_error, *feed, rule_threads)
             with lock:
                 left["parts"] -= 1
                 busy = min(workers - 1, left["parts"])  # other threads still reading parts
@@ -176,7 +177,10 @@ def _clean_part(
     read_error: Callable[[str, CleaningReport, Exception], Exception],
     progress: Progress,
     progress_bytes: Progress,
+    rule_threads: int = 1,
 ) -> None:
+    """Clean the files of one part in order; ``rule_threads`` apply the rule (and the row
+    checks) to the next batches while this one is recorded and written."""
     rule = spec.columnar
     report.parts.append(part)
     if spec.one_output_per_part:
@@ -184,21 +188,23 @@ def _clean_part(
         report.file(spec.part_output(part))
     read = 0  # records of the part before the current batch (for the examples' locators)
     for path in files:
-        file_read = 0
         size = path.stat().st_size
         rows_in_file = rule.count_rows(path) if rule.count_rows is not None else None
-        batches = _read_ahead(rule.read(path, rule.columns))
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except (OSError, ValueError, RuntimeError) as error:
-                raise read_error(part, report, error) from error
+
+        def prepare(batch: pa.RecordBatch, file_read: int, path: Path = path):
+            """The batch's cleaned rows, their UTF-8 checked (an error names the raw file
+            and row), and the positions of the rows ``check_row`` may reject."""
             cleaned = rule.clean(batch, part)
-            _record_batch(spec, part, (path, file_read), read, cleaned, unit, report)
+            _check_utf8(cleaned.rows, path, file_read, cleaned.records)
+            return cleaned, _suspect_rows(cleaned.rows)
+
+        batches = _read_ahead(rule.read(path, rule.columns), depth=rule_threads)
+        for batch, prepared in _prepared_in_order(batches, prepare, rule_threads):
+            if batch is None:  # the read failed here
+                raise read_error(part, report, prepared) from prepared
+            cleaned, suspects = prepared()
+            _record_batch(spec, part, read, cleaned, suspects, unit, report)
             read += batch.num_rows
-            file_read += batch.num_rows
             report.records_read += batch.num_rows
             if rows_in_file is None:
                 raw_bytes = batch_raw_bytes(batch)
@@ -209,6 +215,45 @@ def _clean_part(
                 progress(batch.num_rows)
             if progress_bytes is not None:
                 progress_bytes(raw_bytes)
+
+
+def _prepared_in_order(
+    batches: Iterator[pa.RecordBatch],
+    prepare: Callable[[pa.RecordBatch, int], object],
+    threads: int,
+) -> Iterator[tuple[pa.RecordBatch | None, object]]:
+    """``(batch, result)`` for every batch, in order, where ``result()`` gives
+    ``prepare(batch, rows before it)``: computed there on one thread, else by ``threads``
+    workers running ahead of the consumer (the rule's kernels release the GIL). A read error
+    comes as ``(None, error)`` where its batch would have been, after the batches before it."""
+    import collections
+    import functools
+
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="clean-rule") if threads > 1 else None
+    ahead = threads if pool is not None else 0  # batches prepared beyond the consumer's
+    pending: collections.deque = collections.deque()
+    before = 0
+    try:
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (OSError, ValueError, RuntimeError) as error:
+                pending.append((None, error))
+                break
+            if pool is None:
+                pending.append((batch, functools.partial(prepare, batch, before)))
+            else:
+                pending.append((batch, pool.submit(prepare, batch, before).result))
+            before += batch.num_rows
+            while len(pending) > ahead:
+                yield pending.popleft()
+        while pending:
+            yield pending.popleft()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.RecordBatch]:
@@ -257,15 +302,15 @@ def _read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[p
 def _record_batch(
     spec: SourceSpec,
     part: str,
-    raw: tuple[Path, int],
     read: int,
     cleaned: CleanedBatch,
+    suspects: list[int],
     unit: OutputUnit,
     report: CleaningReport,
 ) -> None:
-    """Count the batch's skipped records, check its rows as ``check_row`` does (counting the
-    rejected ones), and hand the others to ``unit``. ``raw``: the raw file and its rows before
-    this batch; ``read``: the part's."""
+    """Count the batch's skipped records, check its ``suspects`` as ``check_row`` does
+    (counting the rejected ones), and hand the other rows to ``unit``. ``read``: the part's
+    records before this batch."""
     import numpy as np
 
     for skip in cleaned.skips:
@@ -281,10 +326,8 @@ def _record_batch(
     rows, sources = cleaned.rows, cleaned.records
     if not rows.num_rows:
         return
-    _check_utf8(rows, *raw, sources)
     files, codes = _file_codes(spec, cleaned, unit.routes)
     file_reports = [report.file(relative) for relative in files]
-    suspects = _suspect_rows(rows)
     if suspects:
         keep = np.ones(rows.num_rows, dtype=bool)
         for position in suspects:  # ascending: read order
