@@ -525,8 +525,11 @@ class ParquetRowWriter:
         self._spilled_bytes = 0
 
     def _finish(self) -> None:
+        import pyarrow as pa
+
         if self.rows == 0:  # data_io's write_table of an empty table: one empty row group
-            self._parquet_writer().write_table(self._schema.empty_table())
+            # (from_batches, not Schema.empty_table(), which imports pandas; same bytes)
+            self._parquet_writer().write_table(pa.Table.from_batches([], schema=self._schema))
         else:
             self.write_row_group()
 

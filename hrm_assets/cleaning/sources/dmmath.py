@@ -9,8 +9,9 @@ data_io's columns ``instruction, response, condition``, even for an empty module
 (``interpolate/`` and ``extrapolate/`` are not read).
 
 The files are cleaned on columns: :func:`read_pair_batches` reads a file in blocks, splits
-and strips its lines as Python's text mode and ``str.strip`` do, and pairs them; a module
-file is its own output, so files are cleaned in parallel.
+and strips its lines as Python's text mode and ``str.strip`` do, and pairs them (the Rust
+core, ``rust_tokenizer/src/text_lines.rs``); a module file is its own output, so files are
+cleaned in parallel.
 
 Deliberate differences:
 - data_io asserts an even line count and crashes otherwise; here the pairs of such a file are
@@ -22,9 +23,11 @@ Deliberate differences:
 from __future__ import annotations
 
 import random
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from hrm_assets.cleaning.arrow_buffers import null_flags
 from hrm_assets.cleaning.columnar import (
     RAW_BYTES_KEY,
     BatchSkip,
@@ -32,7 +35,6 @@ from hrm_assets.cleaning.columnar import (
     ColumnarRule,
     constant,
     rows_table,
-    strip,
 )
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.local_files import (
@@ -107,79 +109,55 @@ def _pair_schema():
     return pa.schema([("question", pa.large_string()), ("answer", pa.large_string())])
 
 
-def _stripped_lines(block: bytes, path: Path):
-    """The lines of ``block`` (whole lines; ``\r\n`` and ``\r`` end a line as ``\n`` does in
-    text mode), each stripped as ``str.strip()`` does; ValueError naming ``path`` when the text
-    is not UTF-8."""
-    import numpy as np
+def _text_column(offsets: bytes, data: bytes):
+    """A ``large_string`` array over Arrow buffers (int64 offsets, data), without a Python
+    object a value."""
     import pyarrow as pa
 
-    # Most files have no \r at all: one search instead of two copies of the block.
-    data = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in block else block
-    if not data:
-        return pa.array([], pa.large_string())
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A) + 1
-    if not len(ends) or ends[-1] != len(data):  # the file's last line has no newline
-        ends = np.append(ends, len(data))
-    offsets = np.concatenate(([0], ends)).astype(np.int64)
-    lines = pa.Array.from_buffers(
-        pa.large_string(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    rows = len(offsets) // 8 - 1
+    return pa.Array.from_buffers(
+        pa.large_string(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
-    try:
-        lines.validate(full=True)
-    except pa.ArrowInvalid as error:
-        raise ValueError(f"{path}: text is not valid UTF-8 ({error})") from None
-    return strip(lines)
-
-
-def _blocks(path: Path) -> Iterator[bytes]:
-    """``path`` in blocks of whole lines (a ``\r`` at a block's end waits for a ``\n``)."""
-    carry = b""
-    with open(path, "rb") as handle:
-        while block := handle.read(BLOCK_BYTES):
-            data = carry + block
-            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
-            if cut == len(data) - 1 and data.endswith(b"\r"):
-                cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
-            carry = data[cut + 1 :]
-            if cut >= 0:
-                yield data[: cut + 1]
-    if carry:
-        yield carry
 
 
 def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
     """The ``question``/``answer`` record batches of a module file, as
-    :func:`question_answer_pairs` gives them (an unpaired last line: a null answer)."""
+    :func:`question_answer_pairs` gives them (an unpaired last line: a null answer): one a
+    block of whole lines, split, stripped and paired by the Rust core (lines end as in text
+    mode, ``\r\n`` and ``\r`` as ``\n``; stripped of exactly ``str.isspace()``'s characters;
+    text that is not UTF-8 is a ValueError naming the file and line)."""
     import pyarrow as pa
+
+    from hrm_assets._core import question_answer_lines
 
     schema = _pair_schema()
     pending = None  # a question whose answer is in the next block
-    for block in _blocks(path):
-        lines = _stripped_lines(block, path)
-        if pending is not None:
-            lines = pa.concat_arrays([pending, lines])
-        even = len(lines) - len(lines) % 2
-        pending = lines.slice(even) if even < len(lines) else None
-        metadata = {RAW_BYTES_KEY: str(len(block)).encode()}
-        yield pa.record_batch(
-            [
-                lines.slice(0, even).filter(_every_other(even, 0)),
-                lines.slice(0, even).filter(_every_other(even, 1)),
-            ],
-            schema=schema.with_metadata(metadata),
-        )
+    line = 1  # the file's number of the block's first line
+    carry = b""  # the start of a line whose end is not read yet
+    with open(path, "rb") as handle:
+        while True:
+            chunk = handle.read(BLOCK_BYTES)
+            last = not chunk
+            block = carry + chunk if carry else chunk
+            try:
+                consumed, lines, *buffers, pending = question_answer_lines(
+                    block, pending, line, last
+                )
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from None
+            line += lines
+            carry = block[consumed:]
+            if consumed:
+                metadata = {RAW_BYTES_KEY: str(consumed).encode()}
+                yield pa.record_batch(
+                    [_text_column(*buffers[:2]), _text_column(*buffers[2:])],
+                    schema=schema.with_metadata(metadata),
+                )
+            if last:
+                break
     if pending is not None:
-        yield pa.record_batch([pending, pa.nulls(1, pa.large_string())], schema=schema)
-
-
-def _every_other(length: int, start: int):
-    import numpy as np
-    import pyarrow as pa
-
-    mask = np.zeros(length, dtype=bool)
-    mask[start::2] = True
-    return pa.array(mask)
+        question = _text_column(struct.pack("<2q", 0, len(pending)), pending)
+        yield pa.record_batch([question, pa.nulls(1, pa.large_string())], schema=schema)
 
 
 def clean_dmmath_batch(batch, part: str) -> CleanedBatch:
@@ -187,18 +165,24 @@ def clean_dmmath_batch(batch, part: str) -> CleanedBatch:
     import numpy as np
 
     output = route_dmmath({}, part)
-    unpaired = batch.column("answer").is_null().to_numpy(zero_copy_only=False)
-    kept = batch.filter(~unpaired) if unpaired.any() else batch
+    answers = batch.column("answer")
+    if answers.null_count:  # the batch of a file's unpaired last line
+        missing = null_flags(answers)
+        kept = batch.filter(answers.is_valid())
+        records, unpaired = np.flatnonzero(~missing), np.flatnonzero(missing)
+    else:
+        kept, records = batch, np.arange(batch.num_rows)
+        unpaired = np.zeros(0, dtype=np.int64)
     return CleanedBatch(
         rows=rows_table(
             constant("direct", kept.num_rows), kept.column("question"), kept.column("answer")
         ),
-        records=np.flatnonzero(~unpaired),
+        records=records,
         output=output,
         skips=[
             BatchSkip(
                 ODD_LINES,
-                np.flatnonzero(unpaired),
+                unpaired,
                 detail=lambda row: (
                     f"unpaired last line {batch.column('question')[row].as_py()[:80]!r}"
                 ),
