@@ -3,8 +3,8 @@ first conversion of a Python or numpy value (``pa.array``, ``to_numpy``, a Pytho
 compute call), 0.4 to 0.7 s of a process, more than SYNTH's rule costs for a file; the engine
 converts through buffers (``hrm_assets.cleaning.arrow_buffers``). Each source is cleaned in a
 fresh process, on raw data with the records its rule skips (nulls, unselected tasks, answers
-that do not split), at 1 and 2 threads, with a memory budget small enough that rows spill.
-Fixtures are SYNTHETIC (the writers of the columnar tests)."""
+that do not split, null texts), at 1 and 2 threads, with a memory budget small enough that
+rows spill. Fixtures are SYNTHETIC (the writers of the columnar tests)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,12 @@ import textwrap
 import pytest
 
 from tests.cleaning.test_columnar import REPO_ROOT, write_flan, write_synth
-from tests.cleaning.test_columnar_sources import write_gsm8k, write_tasksource
+from tests.cleaning.test_columnar_sources import (
+    write_dmmath,
+    write_gsm8k,
+    write_openmathinstruct2,
+    write_tasksource,
+)
 
 LIBRARIES = ("pandas", "datasets", "polars")
 
@@ -27,6 +32,8 @@ WRITERS = {
     "flan": write_flan,
     "tasksource": write_tasksource,
     "gsm8k_train": write_gsm8k,
+    "openmathinstruct2": write_openmathinstruct2,
+    "dmmath": write_dmmath,
 }
 
 
