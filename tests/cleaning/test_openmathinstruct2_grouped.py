@@ -20,6 +20,7 @@ from hrm_assets.cleaning.sources.openmathinstruct2 import (
     clean_openmathinstruct2_batch,
 )
 from tests.cleaning.test_columnar import digests, report_content
+from tests.cleaning.test_no_pandas import LIBRARIES, _run
 
 SOURCES = ["augmented_math", "math", "augmented_gsm8k", "gsm8k", None]
 
@@ -64,8 +65,8 @@ def test_a_batch_with_a_null_text_interleaves_rows_per_record():
     assert cleaned.records.tolist() == sorted(cleaned.records.tolist())
 
 
-def test_the_engine_equals_the_row_path_with_grouped_and_interleaved_batches(tmp_path, monkeypatch):
-    folder: Path = tmp_path / "raw" / "nvidia" / "OpenMathInstruct-2" / "data"
+def _write_raw(raw: Path) -> None:
+    folder = raw / "nvidia" / "OpenMathInstruct-2" / "data"
     folder.mkdir(parents=True)
     # Nulls in the first two batches of the first shard only: later batches are grouped.
     pq.write_table(
@@ -74,6 +75,10 @@ def test_the_engine_equals_the_row_path_with_grouped_and_interleaved_batches(tmp
         row_group_size=900,
     )
     pq.write_table(pa.Table.from_pylist(_records(1800)), folder / "train-00001-of-00002.parquet")
+
+
+def test_the_engine_equals_the_row_path_with_grouped_and_interleaved_batches(tmp_path, monkeypatch):
+    _write_raw(tmp_path / "raw")
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
     spec = get_source("openmathinstruct2")
     one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
@@ -86,3 +91,28 @@ def test_the_engine_equals_the_row_path_with_grouped_and_interleaved_batches(tmp
     assert report_content(one) == report_content(two) == report_content(rows)
     assert one.skipped and all(entry.examples for entry in one.skipped.values())
     assert one.files["openmathinstruct2/direct.parquet"].rows > 1000
+
+
+def test_cleaning_imports_no_pandas(tmp_path):
+    # pyarrow imports pandas on its first conversion of a numpy or Python value (0.4 s).
+    _write_raw(tmp_path / "raw")
+    result = _run(
+        f"""
+        import json, sys
+        from hrm_assets.cleaning import columnar
+        from hrm_assets.cleaning.clean import clean_source
+        from hrm_assets.cleaning.sources import get_source
+
+        columnar.COLUMNAR_BATCH_ROWS = 500
+        report = clean_source(get_source("openmathinstruct2"), sys.argv[1], sys.argv[2])
+        print(json.dumps({{
+            "engine": report.engine,
+            "skipped": sorted(report.skipped),
+            "loaded": [name for name in {LIBRARIES!r} if name in sys.modules],
+        }}))
+        """,
+        str(tmp_path / "out"),
+        str(tmp_path / "raw"),
+    )
+    assert result["engine"] == "columnar" and result["skipped"]
+    assert result["loaded"] == []

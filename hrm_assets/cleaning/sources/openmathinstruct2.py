@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from hrm_assets.cleaning.arrow_buffers import index_array, string_array, true_flags
 from hrm_assets.cleaning.columnar import (
     CleanedBatch,
     ColumnarRule,
@@ -64,10 +65,10 @@ def clean_openmathinstruct2_batch(batch, part: str) -> CleanedBatch:
 
     count = batch.num_rows
     original = pc.is_in(
-        text(batch.column("problem_source")), value_set=pa.array(sorted(ORIGINAL_SOURCES))
+        text(batch.column("problem_source")), value_set=string_array(sorted(ORIGINAL_SOURCES))
     )
-    direct = np.flatnonzero(~original.to_numpy(zero_copy_only=False))
-    take_direct = pa.array(direct)
+    direct = np.flatnonzero(~true_flags(original))
+    take_direct = index_array(direct)
     problem = text(batch.column("problem"))
     solution = text(batch.column("generated_solution"))
     answer = text(batch.column("expected_answer")).take(take_direct)
@@ -77,7 +78,7 @@ def clean_openmathinstruct2_batch(batch, part: str) -> CleanedBatch:
     if problem.null_count or solution.null_count or answer.null_count:
         # Row keys 2*record (cot) and 2*record + 1 (direct): sorted, they interleave per record.
         keys = np.concatenate((np.arange(count, dtype=np.int64) * 2, direct * 2 + 1))
-        order = pa.array(np.argsort(keys, kind="stable"))
+        order = index_array(np.argsort(keys, kind="stable"))
         rows = rows_table(
             *(
                 pa.concat_arrays(column).take(order)
