@@ -17,7 +17,10 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
 - parts are cleaned in parallel threads (pyarrow releases the GIL in its kernels, readers and
   writers) when the rule says no two parts write the same file; each part has its own report,
   merged in part order, and its own share of the writers' buffer budget, so files and report
-  do not depend on the number of threads.
+  do not depend on the number of threads;
+- within a part, a helper thread decodes the next batches and the cores the other parts leave
+  apply the rule and the row checks to them, ahead of the thread that records and writes the
+  batches, in read order (:func:`_prepared_in_order`).
 """
 
 from __future__ import annotations
