@@ -114,11 +114,14 @@ class Encoder:
         once (largest first) on ``num_threads`` threads without the GIL, then one durable sync
         (``syncfs``) for every staged folder before they are renamed into place.
 
-        With ``observe``, each job with a local target is also keyed for duplicates and, with
-        ``scan_index``, scanned for contamination in the same read; the outcome is written into
-        its folder as :data:`SCAN_SIDECAR_FILE` (recording ``scan_label``, a JSON text) and
+        With ``observe``, each job is also keyed for duplicates and, with ``scan_index``,
+        scanned for contamination in the same read; the outcome is written into its folder as
+        :data:`SCAN_SIDECAR_FILE` (recording ``scan_label``, a JSON text; with ``row_lines``,
+        the line number and row position of each row after skipped blank lines) and
         :data:`KEYS_SIDECAR_FILE`, which no array or manifest covers
-        (``hrm_assets.contamination.sidecar``).
+        (``hrm_assets.contamination.sidecar``). A remote folder's sidecars are published with
+        its other objects, before its manifest; a previous write's are deleted when it has
+        none.
 
         ``jobs`` are ``(input_path, output_dir, metadata_json)``. Returns one item per job, in
         order: ``{"rows", "tokens", "text_bytes", "nulls"}`` (files of a batch share their

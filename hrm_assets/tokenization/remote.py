@@ -5,7 +5,9 @@ The Rust core publishes each folder ``<root>/<safe name>/`` by this commit proto
 (docs/STORAGE.md):
 
 1. DELETE ``manifest.json`` (a reader now takes the folder as absent);
-2. PUT the arrays, ``metadata.json`` and the ownership marker ``.hrm-data``;
+2. PUT the arrays, ``metadata.json``, the ownership marker ``.hrm-data`` and the
+   contamination sidecars (``contamination/sidecar.py``; a previous write's are deleted in step
+   1 when there are none);
 3. PUT ``manifest.json`` last.
 
 A folder is complete only when its ``manifest.json`` lists exactly the five arrays and the
@@ -22,8 +24,10 @@ commands at one root (docs/STORAGE.md says what a second writer could cause).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -109,6 +113,21 @@ class RemoteCleaned:
     def url_of(self, item: CleanedFile) -> str:
         """The URL the Rust core reads the file from."""
         return str(self.root.join(item.relative))
+
+    def info_of(self, item: CleanedFile) -> ObjectInfo:
+        """The file's object as listed."""
+        return self.listing[item.relative]
+
+    @contextlib.contextmanager
+    def read_locally(self, files: Sequence[CleanedFile]) -> Iterator[list[CleanedFile]]:
+        """The files downloaded into a temporary folder (for a reader of files on disk: the
+        contamination report's rescans), removed afterwards."""
+        with tempfile.TemporaryDirectory(prefix=".tmp-hrm-cleaned-") as folder:
+            for item in files:
+                self.store.download(item.relative, Path(folder) / item.relative)
+            yield [
+                CleanedFile(path=Path(folder) / item.relative, root=Path(folder)) for item in files
+            ]
 
     def heads(self, files: Sequence[CleanedFile]) -> dict[str, ObjectInfo]:
         """Each file's object with its stored SHA-256 (one HEAD each, several at once)."""
@@ -310,7 +329,14 @@ def _write_planned(
             )
             for item, metadata in chunk
         ]
-        written = setup.encoder().tokenize_files(jobs, num_threads=threads, storage_options=options)
+        # Contamination and duplicates in the same read, their sidecars published with the
+        # folder (contamination/sidecar.py).
+        from hrm_assets.common.settings import data_root
+        from hrm_assets.contamination.tokenization_index import scan_options
+
+        written = setup.encoder().tokenize_files(
+            jobs, num_threads=threads, storage_options=options, **scan_options(data_root())
+        )
         done = [
             (item, metadata, result)
             for (item, metadata), result in zip(chunk, written, strict=True)
@@ -360,6 +386,36 @@ def mirror_tokenized(root: ObjectRoot, local: Path | None = None) -> Path:
         if entry.is_dir() and not entry.name.startswith(".") and entry.name not in complete:
             shutil.rmtree(entry)
     return local
+
+
+def mirror_folder_files(root: ObjectRoot, names: Sequence[str]) -> tuple[Path, set[str]]:
+    """Refresh the working copy of a tokenized root with the files ``names`` of each folder
+    carrying the marker (the contamination report's: manifest, metadata, sidecars; not the
+    arrays), only those whose ETag changed downloaded; the copy and the folders complete by
+    :func:`complete_manifest`. Call it, and read the copy, with :func:`mirror_lock` held."""
+    store = ObjectStore(root)
+    listing = store.list()
+    folders = folders_of(listing)
+
+    def named(relative: str) -> bool:
+        return relative.partition("/")[2] in names
+
+    wanted = {
+        relative: info
+        for relative, info in listing.items()
+        if named(relative) and OWNER_MARKER in folders[relative.partition("/")[0]]
+    }
+    local = mirror_path(root)
+    local.mkdir(parents=True, exist_ok=True)
+    # Only the named files are this refresh's: the arrays a sampler fetched stay as they are.
+    refresh_files(store, local, wanted, keep=named)
+    complete = {
+        name
+        for name, folder in folders.items()
+        if f"{name}/{MANIFEST_FILE}" in wanted
+        and complete_manifest(folder, (local / name / MANIFEST_FILE).read_bytes())
+    }
+    return local, complete
 
 
 def mirror_lock(local: Path):

@@ -209,7 +209,7 @@ def test_adopted_folders_are_tokenized_by_automation_into_a_bucket(
 ):
     """Adopted folders with a tokenized root in object storage: the Rust core reads each file
     from disk and publishes its folder in the bucket, with the bytes tokenizing it on disk
-    gives (less the sidecars, which only local folders get); a file added later is the only
+    gives (its sidecars too, as on disk); a file added later is the only
     one tokenized, and the adopted files are never written."""
     from support.adopted_platform import tree_state
 

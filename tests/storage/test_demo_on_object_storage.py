@@ -16,7 +16,6 @@ import pytest
 from support.object_storage import data_gets, log_length, logged_requests
 
 from hrm_assets.common.storage import ObjectRoot, ObjectStore
-from hrm_assets.contamination.sidecar import OBSERVE_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -109,9 +108,9 @@ def data_versions(home: Path) -> dict[str, str]:
 
 def test_the_demo_pipeline_on_object_storage(s3_server, s3_bucket, tmp_path, monkeypatch):
     local_work, remote_work = tmp_path / "local", tmp_path / "remote"
-    # A bucket's tokenized folders get no contamination sidecars (docs/CONTAMINATION.md), so
-    # the run on disk is made without them: then every output must be the same.
-    quickstart(local_work, str(local_work / "data"), {OBSERVE_ENV: "0"})
+    # A bucket's tokenized folders carry their contamination sidecars as folders on disk do
+    # (docs/CONTAMINATION.md): every output must be the same.
+    quickstart(local_work, str(local_work / "data"), {})
     url = f"s3://{s3_bucket}/hrm"
     quickstart(remote_work, url, s3_server.environment())
 

@@ -77,10 +77,8 @@ def test_remote_folders_hold_the_local_bytes_and_skip_without_reading_data(
     assert not any(r.skipped for r in results)
     for result in results:
         expected = folder_bytes(local_out / result.safe_name)
-        # A bucket's folders get no contamination sidecars (docs/CONTAMINATION.md): the local
-        # folder's are its only extra files.
+        # The contamination sidecars travel with the folder (docs/CONTAMINATION.md).
         assert set(SIDECAR_FILES) <= expected.keys()
-        expected = {name: data for name, data in expected.items() if name not in SIDECAR_FILES}
         got = remote_folder_bytes(out.store, result.safe_name)
         assert sorted(got) == sorted(expected)
         for name in expected:

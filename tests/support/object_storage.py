@@ -50,8 +50,7 @@ def log_length(log: Path) -> int:
 # What a skip decision reads: a folder's manifest and metadata, a root's tokenizer_info.json,
 # a cleaned source's build record. Every other GET is a download of data.
 SMALL_OBJECTS = ("manifest.json", "metadata.json", "tokenizer_info.json")
-# A local tokenized folder's contamination sidecars: a bucket's folders get none
-# (docs/CONTAMINATION.md), so a local reference folder is compared without them.
+# A tokenized folder's contamination sidecars, in a bucket as on disk (docs/CONTAMINATION.md).
 SIDECAR_FILES = (SCAN_FILE, KEYS_FILE)
 
 

@@ -5,7 +5,10 @@
 //!
 //! - [`SCAN_FILE`] (`contamination.json`): the index it was scanned against (a label the caller
 //!   chooses, naming the evaluation sets, their digests, `n` and `min_words`, or `null` when no
-//!   index was given), the rows and the hit rows;
+//!   index was given), the rows, the hit rows (numbered as the reader numbers them: a JSONL
+//!   file's line numbers) and `row_lines`, `[line, position]` of each row whose line number
+//!   first differs from its position by a new amount (after blank lines), so that a hit's
+//!   position is its line minus the shift of the last such row before it;
 //! - [`KEYS_FILE`] (`duplicate_keys.u64`): every row's duplicate key, little-endian, in row
 //!   order.
 //!
@@ -48,6 +51,9 @@ pub struct FileObservation {
     pub rows: u64,
     pub hits: Vec<RowHit>,
     pub keys: Vec<u64>,
+    /// `(line, position)` of each row after which line numbers and positions differ anew.
+    pub row_lines: Vec<(u64, u64)>,
+    shift: u64,
 }
 
 fn key_only(rows: &[Row]) -> Vec<u64> {
@@ -60,6 +66,14 @@ fn key_only(rows: &[Row]) -> Vec<u64> {
 impl RowObserver<'_> {
     /// Scan and key one batch (parallel on the current rayon pool), appending to `into`.
     pub fn observe(&self, rows: &[Row], into: &mut FileObservation) {
+        for (offset, row) in rows.iter().enumerate() {
+            let position = into.rows + offset as u64 + 1;
+            let shift = row.number - position;
+            if shift != into.shift {
+                into.row_lines.push((row.number, position));
+                into.shift = shift;
+            }
+        }
         into.rows += rows.len() as u64;
         match self.index {
             None => into.keys.extend(key_only(rows)),
@@ -98,6 +112,7 @@ impl RowObserver<'_> {
             "index": if self.index.is_some() { self.label.clone() } else { Value::Null },
             "rows": observed.rows,
             "hits": hits,
+            "row_lines": observed.row_lines,
         });
         let path = dir.join(SCAN_FILE);
         let bytes = serde_json::to_vec(&scan).expect("a JSON value always serialises");
@@ -162,9 +177,30 @@ mod tests {
         assert_eq!(scan["rows"], 2);
         assert_eq!(scan["hits"][0][0], 2);
         assert_eq!(scan["hits"][0][7], "Janet's du");
+        assert_eq!(scan["row_lines"], json!([]));
         without.write(dir.path(), &b).unwrap();
         let scan: Value =
             serde_json::from_slice(&std::fs::read(dir.path().join(SCAN_FILE)).unwrap()).unwrap();
         assert!(scan["index"].is_null());
+    }
+
+    #[test]
+    fn rows_after_blank_lines_are_placed_by_position() {
+        // Lines 1, 4, 5 and 9 hold rows (blank lines 2-3 and 6-8), read in two batches.
+        let rows = [
+            row(1, "a", "b"),
+            row(4, "c", "d"),
+            row(5, "e", "f"),
+            row(9, "g", "h"),
+        ];
+        let without = RowObserver {
+            index: None,
+            label: Value::Null,
+            max_span_chars: 10,
+        };
+        let mut observed = FileObservation::default();
+        without.observe(&rows[..2], &mut observed);
+        without.observe(&rows[2..], &mut observed);
+        assert_eq!(observed.row_lines, [(4, 2), (9, 4)]);
     }
 }

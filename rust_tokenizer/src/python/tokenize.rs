@@ -179,10 +179,11 @@ impl Encoder {
     /// here, so one bad file does not hide the others). `progress(bytes)` receives input bytes
     /// of finished files, at most every 200 ms and once at the end.
     ///
-    /// With `observe`, every row of each job with a local target is also keyed for duplicates
-    /// and, with `scan_index` (an `NgramIndex`), scanned for contamination in the same read;
-    /// the outcome is written into the folder as the sidecars `contamination.json` (recording
-    /// `scan_label`, a JSON value) and `duplicate_keys.u64`, which no array or manifest covers.
+    /// With `observe`, every row of each job is also keyed for duplicates and, with
+    /// `scan_index` (an `NgramIndex`), scanned for contamination in the same read; the outcome
+    /// is written into the folder (a remote one: published with it) as the sidecars
+    /// `contamination.json` (recording `scan_label`, a JSON value) and `duplicate_keys.u64`,
+    /// which no array or manifest covers.
     #[pyo3(signature = (jobs, num_threads = None, batch_rows = DEFAULT_BATCH_ROWS, progress = None, storage_options = None, observe = false, scan_index = None, scan_label = None))]
     #[allow(clippy::too_many_arguments)]
     fn tokenize_files<'py>(

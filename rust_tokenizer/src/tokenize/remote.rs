@@ -14,9 +14,10 @@
 //! upload's parts whatever the input's size. It is then published in three steps:
 //!
 //! 1. DELETE `<folder>/manifest.json`: from here on readers treat the folder as absent;
-//! 2. PUT the arrays, `metadata.json` and the ownership marker `.hrm-data`, concurrently; an
-//!    object larger than [`PART_SIZE`] goes up as a multipart upload of such parts,
-//!    [`PARTS_IN_FLIGHT`] at a time;
+//! 2. PUT the arrays, `metadata.json`, the ownership marker `.hrm-data` and the contamination
+//!    sidecars when the folder has them (`ngram::observe`; a previous write's are deleted in
+//!    step 1 when it has none), concurrently; an object larger than [`PART_SIZE`] goes up as a
+//!    multipart upload of such parts, [`PARTS_IN_FLIGHT`] at a time;
 //! 3. PUT `manifest.json`, last, once every other object is in place.
 //!
 //! A folder with a manifest is therefore complete and matches it; a failure in step 2 leaves the
@@ -41,6 +42,7 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, IoContext, RemoteKind, Result};
+use crate::ngram::observe::{KEYS_FILE, SCAN_FILE};
 use crate::npy::hex_digest;
 use crate::storage::{runtime, ObjectStores, ObjectUrl};
 use crate::tokenize::read::{Format, RowReader};
@@ -179,14 +181,15 @@ async fn publish(
     part_size: usize,
 ) -> Result<()> {
     let manifest = folder.child(MANIFEST_FILE);
-    if let Err(err) = store.delete(&manifest.path()).await {
-        match manifest.error(err) {
-            // Some S3-compatible stores answer 404 for a key that is already gone.
-            Error::Remote {
-                kind: RemoteKind::NotFound,
-                ..
-            } => {}
-            err => return Err(err),
+    delete_if_present(&store, &manifest).await?;
+    // Sidecars travel with their folder: a previous write's must not outlive it.
+    let sidecars: Vec<&str> = [SCAN_FILE, KEYS_FILE]
+        .into_iter()
+        .filter(|name| dir.join(name).exists())
+        .collect();
+    for name in [SCAN_FILE, KEYS_FILE] {
+        if !sidecars.contains(&name) {
+            delete_if_present(&store, &folder.child(name)).await?;
         }
     }
 
@@ -200,13 +203,24 @@ async fn publish(
     // from disk by this (caller's) thread, part after part, so no runtime worker blocks on disk.
     let mut small = JoinSet::new();
     let mut large = Vec::new();
-    for name in ARRAY_FILES.iter().chain(&[METADATA_FILE, OWNER_MARKER]) {
+    for name in ARRAY_FILES
+        .iter()
+        .chain(&[METADATA_FILE, OWNER_MARKER])
+        .chain(&sidecars)
+    {
         let path = dir.join(name);
         let url = folder.child(name);
         if fs::metadata(&path).at(&path)?.len() > part_size as u64 {
-            let digest = array_digests.get(*name).cloned().ok_or_else(|| {
-                Error::file(&manifest_path, format!("{name} is not in the manifest"))
-            })?;
+            let digest = match array_digests.get(*name) {
+                Some(digest) => digest.clone(),
+                None if sidecars.contains(name) => file_sha256_hex(&path)?,
+                None => {
+                    return Err(Error::file(
+                        &manifest_path,
+                        format!("{name} is not in the manifest"),
+                    ))
+                }
+            };
             large.push((path, url, digest));
         } else {
             let bytes = fs::read(&path).at(&path)?;
@@ -256,6 +270,27 @@ async fn publish(
         .await
         .map_err(|err| manifest.error(err))?;
     Ok(())
+}
+
+/// DELETE `url`, an object already gone being no error (some S3-compatible stores answer 404).
+async fn delete_if_present(store: &Arc<dyn ObjectStore>, url: &ObjectUrl) -> Result<()> {
+    match store.delete(&url.path()).await {
+        Ok(()) => Ok(()),
+        Err(err) => match url.error(err) {
+            Error::Remote {
+                kind: RemoteKind::NotFound,
+                ..
+            } => Ok(()),
+            err => Err(err),
+        },
+    }
+}
+
+/// SHA-256 of a file no manifest lists (a large duplicate-key sidecar), read once.
+fn file_sha256_hex(path: &Path) -> Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut File::open(path).at(path)?, &mut hasher).at(path)?;
+    Ok(hex_digest(hasher))
 }
 
 /// The user-metadata key of an object's SHA-256 (`x-amz-meta-sha256`), Python's
@@ -558,12 +593,17 @@ mod tests {
             assert_eq!(stored_sha256(&store, &key), sha256_hex(&local), "{name}");
         }
         let log = store.log.lock().unwrap().clone();
+        // Written without sidecars: a previous write's are deleted with the manifest.
         assert_eq!(
-            log.first().unwrap(),
-            "delete tokenized/in.jsonl/manifest.json"
+            log[..3],
+            [
+                "delete tokenized/in.jsonl/manifest.json",
+                "delete tokenized/in.jsonl/contamination.json",
+                "delete tokenized/in.jsonl/duplicate_keys.u64",
+            ]
         );
         assert_eq!(log.last().unwrap(), "put tokenized/in.jsonl/manifest.json");
-        assert_eq!(log.len(), 1 + folder_files().len(), "{log:?}");
+        assert_eq!(log.len(), 3 + folder_files().len(), "{log:?}");
         // The staging folder is gone.
         let staged: Vec<_> = fs::read_dir(std::env::temp_dir())
             .unwrap()

@@ -305,9 +305,9 @@ pub fn tokenize_files(
     tokenize_files_observed(encoder, jobs, stores, batch_rows, finished, None)
 }
 
-/// [`tokenize_files`], with `observer` also scanning every row of each job with a local target
-/// in the same read, its sidecars (`ngram::observe`) staged with the folder. The arrays,
-/// `metadata.json` and `manifest.json` are the same bytes either way.
+/// [`tokenize_files`], with `observer` also scanning every row of each job in the same read,
+/// its sidecars (`ngram::observe`) staged with the folder (and published with a remote one).
+/// The arrays, `metadata.json` and `manifest.json` are the same bytes either way.
 pub fn tokenize_files_observed(
     encoder: &Encoder,
     jobs: Vec<FileJob>,
@@ -408,8 +408,8 @@ fn write_job(
         Location::Remote(folder) => {
             // Never committed: removed when it drops, published or not.
             let staged = StagedDir::create(&std::env::temp_dir().join(folder.name()))?;
-            // A published folder gets no sidecars: its objects are the manifest's files.
-            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows, None)?;
+            // Its sidecars are staged with it and published beside its objects.
+            let stats = write_folder(encoder, job, stores, staged.path(), batch_rows, observer)?;
             remote::publish_folder(stores, staged.path(), folder)?;
             Ok(Written::Published(stats))
         }
