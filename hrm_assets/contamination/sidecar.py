@@ -5,8 +5,11 @@ evaluation sets are saved under ``$HRM_DATA_ROOT/eval/``, scans it against their
 while the encoder frames the same batch, and writes two sidecars into the tokenized folder:
 
 - ``contamination.json``: the *label* of the index it scanned against (evaluation sets by name
-  and SHA-256 of their saved JSONL, ``n``, ``min_words``; ``null`` without one), the rows, and
-  the hit rows ``[row, field, set, item, start, end, windows, span]``;
+  and SHA-256 of their saved JSONL, ``n``, ``min_words``; ``null`` without one), the rows, the
+  hit rows ``[row, field, set, item, start, end, windows, span]`` numbered as the reader numbers
+  them (a JSONL file's line numbers, blank lines counted), and ``row_lines``, ``[line,
+  position]`` of each row after which lines and positions differ anew (blank lines skipped), so
+  that a hit is placed among the tokenized rows (:meth:`Sidecar.hit_positions`);
 - ``duplicate_keys.u64``: every row's duplicate key, little-endian, in row order.
 
 Neither is an array or listed in ``manifest.json``: the arrays, ``metadata.json`` and the
@@ -17,6 +20,7 @@ label stale and rescans those files (:func:`hrm_assets.contamination.scan.analyz
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +54,19 @@ class Sidecar:
     label: dict | None
     rows: int
     hits: list[list]
+    row_lines: list[list[int]] | None = None
+    """``[line, position]`` pairs (None in sidecars written before they were recorded)."""
+
+    def hit_positions(self) -> list[int]:
+        """Each hit row's position among the tokenized rows (from 1): its line number less
+        the blank lines before it. Without ``row_lines``, the line numbers as they are."""
+        starts = [line for line, _ in self.row_lines or []]
+        shifts = [line - position for line, position in self.row_lines or []]
+        positions = []
+        for hit in self.hits:
+            last = bisect.bisect_right(starts, hit[0]) - 1
+            positions.append(hit[0] - (shifts[last] if last >= 0 else 0))
+        return positions
 
     def keys(self) -> list[int]:
         """Every row's duplicate key, in row order."""
@@ -71,23 +88,35 @@ def read_sidecar(folder: Path) -> Sidecar | None:
         return None
     if keys_size != 8 * data.get("rows", -1):
         return None
-    return Sidecar(folder, data.get("index"), data["rows"], data["hits"])
+    return Sidecar(folder, data.get("index"), data["rows"], data["hits"], data.get("row_lines"))
 
 
-def sidecar_for(folder: Path, cleaned: Path) -> Sidecar | None:
+@dataclass(frozen=True)
+class FolderOfObject:
+    """The tokenized folder of a cleaned object (not downloaded, so with no file to stat), with
+    the object's size and last-modified time as its listing shows them now."""
+
+    folder: Path
+    source_size: int
+    source_mtime: float
+
+
+def sidecar_for(folder: Path | FolderOfObject, cleaned: Path) -> Sidecar | None:
     """The sidecars of ``folder`` when its ``metadata.json`` records ``cleaned`` as it is now
-    (same size and modification time, as the tokenized step records them); else None."""
-    folder = Path(folder)
+    (same size and modification time, as the tokenized step records them; for a
+    :class:`FolderOfObject`, the object's); else None."""
     try:
+        if isinstance(folder, FolderOfObject):
+            size, mtime, folder = folder.source_size, folder.source_mtime, folder.folder
+        else:
+            stat = Path(cleaned).stat()
+            size, mtime, folder = stat.st_size, stat.st_mtime, Path(folder)
         metadata = json.loads((folder / "metadata.json").read_bytes())
-        stat = Path(cleaned).stat()
     except (OSError, ValueError):
         return None
     if not isinstance(metadata, dict):
         return None
-    if metadata.get("source_size") != stat.st_size:
-        return None
-    if metadata.get("source_mtime") != int(stat.st_mtime):
+    if metadata.get("source_size") != size or metadata.get("source_mtime") != int(mtime):
         return None
     sidecar = read_sidecar(folder)
     if sidecar is None or sidecar.rows != metadata.get("rows"):

@@ -3,14 +3,16 @@
 them (``hrm_assets.contamination``), the report saved as ``eval/contamination.json`` and shown
 as tables. docs/CONTAMINATION.md explains the figures."""
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 
-from hrm_assets.adoption.cleaned import scan_adopted
 from hrm_assets.cleaning.sources import SOURCES
-from hrm_assets.common.storage import ObjectRoot
+from hrm_assets.common.data_root import DataRoot
 from hrm_assets.contamination.evalsets import EvalSetSpec, eval_set_specs
+from hrm_assets.contamination.report_inputs import ReportInputs
 from hrm_assets.defs.common.keys import cleaned_key
 from hrm_assets.defs.common.metadata import table
 from hrm_assets.defs.common.resources import DataPaths
@@ -75,41 +77,47 @@ def build_eval_asset(spec: EvalSetSpec) -> dg.AssetsDefinition:
     return eval_set
 
 
-def _cleaned_files(data_paths: DataPaths) -> tuple[dict[str, list[Path]], dict[str, Path]]:
-    """Each source's cleaned files: in the adopted cleaned roots when there are some
-    (``HRM_ADOPT_CLEANED``, read through a Hub cache's links as adoption reads them), else in
-    the cleaned root; in safe-name order. Also each file's tokenized folder (whose sidecars
-    spare reading it again)."""
+@contextlib.contextmanager
+def report_inputs(data_paths: DataPaths, label: dict) -> Iterator[ReportInputs]:
+    """Each source's cleaned files, in safe-name order, and each file's tokenized folder (whose
+    current sidecars spare reading it), wherever the roots are
+    (:mod:`hrm_assets.contamination.report_inputs`): the adopted cleaned roots when there are
+    some (``HRM_ADOPT_CLEANED``: folders, read through a Hub cache's links as adoption reads
+    them, or ``s3://`` roots), else the cleaned root; the tokenized root on disk or in object
+    storage."""
+    from hrm_assets.adoption.roots import adopted_roots, in_object_storage
     from hrm_assets.common.layout import scan_cleaned_files
+    from hrm_assets.contamination.report_inputs import FOLDER_FILES, report_inputs
     from hrm_assets.tokenization.partitioning import files_by_source
+    from hrm_assets.tokenization.remote import RemoteCleaned, mirror_folder_files, mirror_lock
 
-    adopted = data_paths.adopted_cleaned_roots
-    in_buckets = [str(root) for root in adopted if isinstance(root, ObjectRoot)]
-    if in_buckets:
-        raise ValueError(
-            f"eval/contamination reads cleaned files on this machine; the adopted roots "
-            f"{', '.join(in_buckets)} are in object storage: adopt a local copy (or a Hub "
-            "download) to check them"
-        )
-    roots = adopted or [data_paths.cleaned_root]
-    missing = [str(root) for root in roots if not Path(root).is_dir()]
-    if missing:
+    adopted = adopted_roots(data_paths.adopted_cleaned_roots, data_paths.root)
+    cleaned = DataRoot(data_paths.cleaned_location)
+    objects = None
+    if adopted is not None:
+        objects = adopted if in_object_storage(adopted) else None
+        items = adopted.files()
+    elif cleaned.remote is not None:
+        objects = RemoteCleaned.scan(cleaned.remote)
+        items = objects.files()
+    elif not cleaned.local.is_dir():
         raise FileNotFoundError(
-            f"cleaned root {', '.join(missing)} does not exist: materialize cleaned/* first"
+            f"cleaned root {cleaned.local} does not exist: materialize cleaned/* first"
         )
-    items = scan_adopted(adopted).files if adopted else scan_cleaned_files(roots)
+    else:
+        items = scan_cleaned_files([cleaned.local])
     found = files_by_source(SOURCES.values(), items)
-    files = {
-        name: [item.path for item in sorted(items, key=lambda item: item.safe_name)]
-        for name, items in found.items()
-    }
-    tokenized_root = Path(data_paths.tokenized_root)
-    folders = {
-        str(item.path): tokenized_root / item.safe_name
-        for items in found.values()
-        for item in items
-    }
-    return files, folders
+    files = {name: sorted(items, key=lambda item: item.safe_name) for name, items in found.items()}
+    tokenized = DataRoot(data_paths.tokenized_location)
+    if tokenized.remote is None:
+        with report_inputs(files, tokenized.local, label, objects) as inputs:
+            yield inputs
+        return
+    tokenized.local.mkdir(parents=True, exist_ok=True)
+    with mirror_lock(tokenized.local):
+        local, complete = mirror_folder_files(tokenized.remote, FOLDER_FILES)
+        with report_inputs(files, local, label, objects, complete) as inputs:
+            yield inputs
 
 
 def report_metadata(report) -> dict:
@@ -196,17 +204,19 @@ def contamination(
             )
         eval_sets.append(read_eval_set(spec, path))
         digests.append((spec.name, file_sha256(path)))
-    files, folders = _cleaned_files(data_paths)
-    context.log.info(f"scanning {sum(map(len, files.values()))} cleaned file(s)")
-    report, _ = analyze(
-        files,
-        eval_sets,
-        n=config.n,
-        min_words=config.min_words,
-        dedup=config.dedup,
-        tokenized=folders,
-        label=index_label(digests, config.n, config.min_words),
-    )
+    label = index_label(digests, config.n, config.min_words)
+    with report_inputs(data_paths, label) as inputs:
+        context.log.info(f"scanning {sum(map(len, inputs.files.values()))} cleaned file(s)")
+        report, _ = analyze(
+            inputs.files,
+            eval_sets,
+            n=config.n,
+            min_words=config.min_words,
+            dedup=config.dedup,
+            tokenized=inputs.tokenized,
+            label=label,
+        )
+    inputs.name_results(report)
     report.write(report_path(data_paths))
     return dg.MaterializeResult(
         data_version=dg.DataVersion(value_sha256(report.to_dict())),
