@@ -70,12 +70,13 @@ def row_drops(
                     f"{folder}: tokenized before any evaluation set was saved, so never scanned: "
                     "materialize eval/* and tokenize again, or set decontaminate=false"
                 )
-            # Hits carry the reader's row numbers: positions, in files without blank lines.
-            rows = np.array([hit[0] for hit in sidecar.hits], dtype=np.int64) - 1
+            # Hits carry JSONL line numbers; the table holds rows (blank lines are none).
+            rows = np.array(sidecar.hit_positions(), dtype=np.int64) - 1
             if rows.size and int(rows.max()) >= end - start:
                 raise SamplingError(
                     f"{folder}: its hits number rows past its {end - start} rows (blank lines in "
-                    "its cleaned file): decontaminate cannot place them"
+                    "its cleaned file, sidecars written before they were recorded): remove the "
+                    "folder and tokenize again, or set decontaminate=false"
                 )
             contaminated[start + rows] = True
         if dedup:
