@@ -59,29 +59,75 @@ pub struct BlockLines {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is below `\x0e` (so maybe `\n` or `\r`); exact: the subtraction
-/// trick flags a word if and only if it holds such a byte.
-fn may_end_a_line(word: u64) -> bool {
-    word.wrapping_sub(ONES * 0x0E) & !word & HIGHS != 0
+/// The high bit of each byte of `word` that is `\n` or `\r`, exact for the lowest one: the
+/// subtraction below borrows only out of a zero byte, so no byte before the first match is
+/// flagged (a later one may be).
+fn line_end_bits(word: u64) -> u64 {
+    let lf = word ^ (ONES * u64::from(b'\n'));
+    let cr = word ^ (ONES * u64::from(b'\r'));
+    (lf.wrapping_sub(ONES) & !lf | cr.wrapping_sub(ONES) & !cr) & HIGHS
 }
 
-/// The next `\n` or `\r` of `bytes` at or after `from`.
+/// The first `\n` or `\r` of `bytes` at or after `from`.
 fn next_line_end(bytes: &[u8], mut from: usize) -> Option<usize> {
-    while from < bytes.len() {
-        // Most bytes are text: skip them eight at a time.
-        if from + 8 <= bytes.len() {
-            let word = u64::from_le_bytes(bytes[from..from + 8].try_into().unwrap());
-            if !may_end_a_line(word) {
-                from += 8;
-                continue;
-            }
+    // Most bytes are text: eight at a time.
+    while from + 8 <= bytes.len() {
+        let word = u64::from_le_bytes(bytes[from..from + 8].try_into().unwrap());
+        let bits = line_end_bits(word);
+        if bits != 0 {
+            return Some(from + bits.trailing_zeros() as usize / 8);
         }
-        if matches!(bytes[from], b'\n' | b'\r') {
-            return Some(from);
-        }
-        from += 1;
+        from += 8;
     }
-    None
+    (from..bytes.len()).find(|&index| matches!(bytes[index], b'\n' | b'\r'))
+}
+
+/// How many bytes of `block` are whole lines: up to its last line end, except that a `\r`
+/// ending a block that is not the file's `last` may be the start of `\r\n`.
+fn whole_lines(block: &[u8], last: bool) -> usize {
+    if last {
+        return block.len();
+    }
+    let line_end = |bytes: &[u8]| bytes.iter().rposition(|&b| matches!(b, b'\n' | b'\r'));
+    match line_end(block) {
+        Some(end) if end + 1 == block.len() && block[end] == b'\r' => {
+            line_end(&block[..end]).map_or(0, |end| end + 1)
+        }
+        Some(end) => end + 1,
+        None => 0,
+    }
+}
+
+/// Where the text that is not UTF-8 at byte `at` of `block` is: its line and byte.
+fn invalid_at(block: &[u8], at: usize) -> InvalidUtf8 {
+    let (mut line, mut start) = (0, 0);
+    while let Some(end) = next_line_end(&block[..at], start) {
+        let crlf = block[end] == b'\r' && block.get(end + 1) == Some(&b'\n');
+        start = end + 1 + usize::from(crlf);
+        line += 1;
+    }
+    InvalidUtf8 {
+        line,
+        byte: at - start,
+    }
+}
+
+/// Whether `byte` starts or ends a line with something `str.strip()` keeps: ASCII that is
+/// not whitespace (ASCII bytes are whole characters).
+fn is_ascii_text(byte: u8) -> bool {
+    byte.is_ascii() && !matches!(byte, b'\t'..=b'\r' | 0x1C..=b' ')
+}
+
+/// The stripped part of the line `start..end` of `text`.
+fn stripped_range(text: &str, start: usize, end: usize) -> Range<usize> {
+    let bytes = text.as_bytes();
+    if start == end || (is_ascii_text(bytes[start]) && is_ascii_text(bytes[end - 1])) {
+        return start..end;
+    }
+    // Line ends are ASCII, so the line starts and ends on a character.
+    let line = strip_python_whitespace(&text[start..end]);
+    let offset = line.as_ptr() as usize - text.as_ptr() as usize;
+    offset..offset + line.len()
 }
 
 /// The lines of `block`, stripped. `last`: the block ends the file, so text after the last
@@ -89,40 +135,18 @@ fn next_line_end(bytes: &[u8], mut from: usize) -> Option<usize> {
 /// block (the `\r` may be the start of `\r\n`). An error names the first line that is not
 /// UTF-8.
 pub fn block_lines(block: &[u8], last: bool) -> Result<BlockLines, InvalidUtf8> {
-    // (start, end of the text, end of the line end) of each line
-    let mut lines: Vec<(usize, usize, usize)> = Vec::new();
+    let consumed = whole_lines(block, last);
+    let text = std::str::from_utf8(&block[..consumed])
+        .map_err(|error| invalid_at(block, error.valid_up_to()))?;
+    let bytes = text.as_bytes();
+    let mut stripped = Vec::new();
     let mut start = 0;
-    while let Some(end) = next_line_end(block, start) {
-        let after = match block[end] {
-            b'\r' if end + 1 == block.len() && !last => break,
-            b'\r' if block.get(end + 1) == Some(&b'\n') => end + 2,
-            _ => end + 1,
-        };
-        lines.push((start, end, after));
-        start = after;
+    while start < consumed {
+        let end = next_line_end(bytes, start).unwrap_or(consumed);
+        stripped.push(stripped_range(text, start, end));
+        let crlf = end < consumed && bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n');
+        start = end + 1 + usize::from(crlf);
     }
-    if last && start < block.len() {
-        lines.push((start, block.len(), block.len()));
-        start = block.len();
-    }
-    let consumed = start;
-    let text = std::str::from_utf8(&block[..consumed]).map_err(|error| {
-        let at = error.valid_up_to();
-        let line = lines.partition_point(|&(_, _, after)| after <= at);
-        InvalidUtf8 {
-            line,
-            byte: at - lines[line].0,
-        }
-    })?;
-    let stripped = lines
-        .iter()
-        .map(|&(start, end, _)| {
-            // Line ends are ASCII, so every range here starts and ends on a character.
-            let line = strip_python_whitespace(&text[start..end]);
-            let offset = line.as_ptr() as usize - text.as_ptr() as usize;
-            offset..offset + line.len()
-        })
-        .collect();
     Ok(BlockLines { stripped, consumed })
 }
 
@@ -147,30 +171,38 @@ impl<'a> LinePairs<'a> {
         self.stripped.len() + usize::from(self.pending.is_some())
     }
 
-    fn line(&self, index: usize) -> &'a [u8] {
-        match (self.pending, index) {
-            (Some(pending), 0) => pending,
-            (Some(_), _) => &self.block[self.stripped[index - 1].clone()],
-            (None, _) => &self.block[self.stripped[index].clone()],
-        }
-    }
-
     /// Question/answer pairs.
     pub fn rows(&self) -> usize {
         self.lines() / 2
     }
 
-    pub fn questions(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        (0..self.rows()).map(move |row| self.line(2 * row))
+    /// `head` (if any), then every other line of the block from its line `from`, one a row.
+    fn every_other(&self, head: Option<&'a [u8]>, from: usize) -> impl Iterator<Item = &'a [u8]> {
+        let (block, rest) = (self.block, self.stripped.get(from..).unwrap_or_default());
+        let lines = rest.iter().step_by(2).map(move |range| &block[range.clone()]);
+        head.into_iter().chain(lines).take(self.rows())
     }
 
-    pub fn answers(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        (0..self.rows()).map(move |row| self.line(2 * row + 1))
+    pub fn questions(&self) -> impl Iterator<Item = &'a [u8]> {
+        match self.pending {
+            Some(pending) => self.every_other(Some(pending), 1),
+            None => self.every_other(None, 0),
+        }
+    }
+
+    pub fn answers(&self) -> impl Iterator<Item = &'a [u8]> {
+        self.every_other(None, usize::from(self.pending.is_none()))
     }
 
     /// The last line when it has no answer (yet).
     pub fn unpaired(&self) -> Option<&'a [u8]> {
-        (self.lines() % 2 == 1).then(|| self.line(self.lines() - 1))
+        if self.lines() % 2 == 0 {
+            return None;
+        }
+        Some(match self.stripped.last() {
+            Some(range) => &self.block[range.clone()],
+            None => self.pending?,
+        })
     }
 }
 
@@ -368,6 +400,21 @@ mod tests {
             cuts.sort_unstable();
             // Cuts fall anywhere, inside a character too: a block only ends after a line end.
             proptest::prop_assert_eq!(lines_in_blocks(text.as_bytes(), &cuts), reference(&text));
+        }
+
+        #[test]
+        fn a_bad_byte_is_named_by_the_reference_s_line_and_byte(
+            before in "[\r\na\u{e9}]{0,30}",
+            after in "[\r\na]{0,5}",
+        ) {
+            let mut block = before.as_bytes().to_vec();
+            block.push(0xFF);
+            block.extend_from_slice(after.as_bytes());
+            // The reference's lines of the text before the bad byte: all but the last ended.
+            let ended = reference(&format!("{before}x")).len() - 1;
+            let open = before.len() - before.rfind(['\r', '\n']).map_or(0, |end| end + 1);
+            let error = block_lines(&block, true).unwrap_err();
+            proptest::prop_assert_eq!(error, InvalidUtf8 { line: ended, byte: open });
         }
     }
 }
