@@ -202,6 +202,38 @@ pub struct Origin {
 struct Found {
     /// The match and the rank of the window its origin is from.
     hit: Option<(Match, (usize, usize))>,
+    known: KnownWords,
+}
+
+/// Words `[from, to)` of the loaded text, each tested to be in the items' vocabulary. The
+/// windows looked up behind a sampled hit overlap in all but a word, and in a row that copies
+/// an item every window matches: testing a window's words against this run tests each word
+/// once, where testing every window's words tested it once per window holding it (up to `n`
+/// times).
+#[derive(Default)]
+struct KnownWords {
+    from: usize,
+    to: usize,
+}
+
+impl KnownWords {
+    /// Whether every word of `words[start..end]` is in `vocabulary`.
+    #[inline]
+    fn all_in(&mut self, vocabulary: &KeyFilter, words: &[Word], start: usize, end: usize) -> bool {
+        if start < self.from || start > self.to {
+            self.from = start;
+            self.to = start;
+        }
+        while self.to < end {
+            if !vocabulary.may_contain(words[self.to].hash) {
+                self.from = self.to + 1;
+                self.to = self.from;
+                return false;
+            }
+            self.to += 1;
+        }
+        true
+    }
 }
 
 impl Found {
@@ -480,12 +512,12 @@ impl NgramIndex {
             return;
         }
         if let Some(origin) = self.map.get(key) {
-            let words = &scratch.words[start..start + len];
-            if words
-                .iter()
-                .all(|word| self.vocabulary.may_contain(word.hash))
+            let words = &scratch.words;
+            if found
+                .known
+                .all_in(&self.vocabulary, words, start, start + len)
             {
-                found.record(&scratch.words, origin, start, len, self.n);
+                found.record(words, origin, start, len, self.n);
             }
         }
     }
@@ -547,15 +579,26 @@ impl NgramIndex {
     }
 
     /// The loaded text's match by the definition: every window of `n` words and of each length
-    /// of the items indexed whole looked up (the oracle of the sampled scan's tests).
+    /// of the items indexed whole looked up, each window's words tested on their own (the
+    /// oracle of the sampled scan's tests).
     #[cfg(test)]
     fn scan_every_position(&self, scratch: &Scratch) -> Option<Match> {
         let mut found = Found::default();
         for start in 0..scratch.words.len() {
             let lengths = std::iter::once(self.n).chain(self.short_lengths.iter().copied());
             for len in lengths {
-                if start + len <= scratch.words.len() {
-                    self.look_up(scratch, start, len, &mut found);
+                if start + len > scratch.words.len() {
+                    continue;
+                }
+                let key = scratch.key(start, len, &self.powers);
+                let words = &scratch.words[start..start + len];
+                if let Some(origin) = self.map.get(key) {
+                    if words
+                        .iter()
+                        .all(|word| self.vocabulary.may_contain(word.hash))
+                    {
+                        found.record(&scratch.words, origin, start, len, self.n);
+                    }
                 }
             }
         }
@@ -717,6 +760,33 @@ mod tests {
             matched += usize::from(every.is_some());
         }
         assert!(matched > 1000, "{matched}");
+    }
+
+    proptest::proptest! {
+        /// The run of known words answers as testing each window's words on its own, whatever
+        /// the order the windows come in and wherever unknown words are.
+        #[test]
+        fn known_words_answer_as_each_window_tested_alone(
+            known in proptest::collection::vec(proptest::bool::weighted(0.9), 1..60),
+            windows in proptest::collection::vec((0usize..60, 1usize..15), 1..40),
+        ) {
+            let mut vocabulary = KeyFilter::with_bits(VOCABULARY_FILTER_BITS_LOG2);
+            let words: Vec<Word> = (0..known.len())
+                .map(|at| Word { hash: mix64(at as u64 + 1), start: at, end: at + 1 })
+                .collect();
+            for (word, &in_vocabulary) in words.iter().zip(&known) {
+                if in_vocabulary {
+                    vocabulary.insert(word.hash);
+                }
+            }
+            let mut run = KnownWords::default();
+            for (start, len) in windows {
+                let start = start % words.len();
+                let end = (start + len).min(words.len());
+                let alone = words[start..end].iter().all(|w| vocabulary.may_contain(w.hash));
+                proptest::prop_assert_eq!(run.all_in(&vocabulary, &words, start, end), alone);
+            }
+        }
     }
 
     #[test]
