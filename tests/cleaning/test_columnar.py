@@ -47,6 +47,20 @@ def report_content(report) -> dict:
     return content
 
 
+def cleaned_by_engine_and_row_path(spec, raw: Path, out: Path):
+    """``spec`` cleaned from ``raw`` by the columnar engine at 1 and 2 threads and by the row
+    path (the same spec without its rule), under ``out``: the files and reports must be the
+    same; the 1-thread report is returned for the caller's own checks."""
+    one = clean_source(spec, out / "one", raw, threads=1)
+    two = clean_source(spec, out / "two", raw, threads=2)
+    rows = clean_source(dataclasses.replace(spec, columnar=None), out / "rows", raw)
+    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
+    assert (one.threads, two.threads) == (1, 2)
+    assert digests(out / "one") == digests(out / "two") == digests(out / "rows")
+    assert report_content(one) == report_content(two) == report_content(rows)
+    return one
+
+
 def flan_records(rng: random.Random, count: int, tasks: int) -> list[dict]:
     records = []
     for index in range(count):
@@ -118,15 +132,7 @@ def test_columnar_equals_the_row_path_at_one_and_two_threads(
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 700)
     monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", budget)
     spec = get_source(name)
-    one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
-    two = clean_source(spec, tmp_path / "two", tmp_path / "raw", threads=2)
-    rows = clean_source(
-        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
-    )
-    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
-    assert (one.threads, two.threads) == (1, 2)
-    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "rows")
-    assert report_content(one) == report_content(two) == report_content(rows)
+    one = cleaned_by_engine_and_row_path(spec, tmp_path / "raw", tmp_path)
     assert one.skipped and all(len(e.examples) == 5 for e in one.skipped.values())
 
 

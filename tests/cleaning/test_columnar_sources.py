@@ -23,7 +23,7 @@ from hrm_assets.cleaning.clean import RawReadError, clean_source
 from hrm_assets.cleaning.sources import dmmath as dmmath_module
 from hrm_assets.cleaning.sources import get_source
 from hrm_assets.cleaning.sources.tasksource import TASKS
-from tests.cleaning.test_columnar import digests, report_content
+from tests.cleaning.test_columnar import cleaned_by_engine_and_row_path, digests
 
 
 def _maybe(rng: random.Random, value, rate: float = 0.01):
@@ -120,14 +120,7 @@ def test_columnar_equals_the_row_path_at_one_and_two_threads(tmp_path, monkeypat
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
     monkeypatch.setattr(dmmath_module, "BLOCK_BYTES", 1000)
     spec = get_source(name)
-    one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
-    two = clean_source(spec, tmp_path / "two", tmp_path / "raw", threads=2)
-    rows = clean_source(
-        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
-    )
-    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
-    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "rows")
-    assert report_content(one) == report_content(two) == report_content(rows)
+    one = cleaned_by_engine_and_row_path(spec, tmp_path / "raw", tmp_path)
     assert one.rows_written > 500
     assert one.skipped and all(entry.examples for entry in one.skipped.values())
 

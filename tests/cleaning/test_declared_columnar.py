@@ -5,7 +5,6 @@ filters leave out, Unicode whitespace. Rules the engine does not compile stay on
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import textwrap
 from pathlib import Path
@@ -15,9 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hrm_assets.cleaning import columnar
-from hrm_assets.cleaning.clean import clean_source
 from hrm_assets.cleaning.sources.declared import specs_from_file
-from tests.cleaning.test_columnar import digests, report_content
+from tests.cleaning.test_columnar import cleaned_by_engine_and_row_path
 
 DECLARATIONS = {
     "local": """
@@ -103,12 +101,7 @@ def test_declared_columnar_equals_the_row_path_at_one_and_two_threads(tmp_path, 
     yaml.write_text(textwrap.dedent(DECLARATIONS[name]), encoding="utf-8")
     [spec] = specs_from_file(yaml)
     assert spec.columnar is not None
-    one = clean_source(spec, tmp_path / "one", raw, threads=1)
-    two = clean_source(spec, tmp_path / "two", raw, threads=2)
-    rows = clean_source(dataclasses.replace(spec, columnar=None), tmp_path / "rows", raw)
-    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
-    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "rows")
-    assert report_content(one) == report_content(two) == report_content(rows)
+    one = cleaned_by_engine_and_row_path(spec, raw, tmp_path)
     assert one.rows_written > 500 and len(one.skipped) >= 3
 
 

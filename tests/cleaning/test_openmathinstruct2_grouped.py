@@ -4,14 +4,12 @@ report are the row path's either way, batches of both kinds mixed in one run."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hrm_assets.cleaning import columnar
-from hrm_assets.cleaning.clean import clean_source
 from hrm_assets.cleaning.sources import get_source
 from hrm_assets.cleaning.sources.openmathinstruct2 import (
     COT,
@@ -19,7 +17,7 @@ from hrm_assets.cleaning.sources.openmathinstruct2 import (
     clean_openmathinstruct2,
     clean_openmathinstruct2_batch,
 )
-from tests.cleaning.test_columnar import digests, report_content
+from tests.cleaning.test_columnar import cleaned_by_engine_and_row_path
 from tests.cleaning.test_no_pandas import LIBRARIES, _run
 
 SOURCES = ["augmented_math", "math", "augmented_gsm8k", "gsm8k", None]
@@ -81,14 +79,7 @@ def test_the_engine_equals_the_row_path_with_grouped_and_interleaved_batches(tmp
     _write_raw(tmp_path / "raw")
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
     spec = get_source("openmathinstruct2")
-    one = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=1)
-    two = clean_source(spec, tmp_path / "two", tmp_path / "raw", threads=2)
-    rows = clean_source(
-        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
-    )
-    assert (one.engine, two.engine, rows.engine) == ("columnar", "columnar", "rows")
-    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "rows")
-    assert report_content(one) == report_content(two) == report_content(rows)
+    one = cleaned_by_engine_and_row_path(spec, tmp_path / "raw", tmp_path)
     assert one.skipped and all(entry.examples for entry in one.skipped.values())
     assert one.files["openmathinstruct2/direct.parquet"].rows > 1000
 

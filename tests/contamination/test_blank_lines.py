@@ -12,12 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
-from contamination.test_row_filters import epoch_bytes, sample, stats
-from contamination.test_sidecar import saved_eval_sets, tokenize
-from hrm_assets.contamination.sidecar import OBSERVE_ENV, read_sidecar
-from hrm_assets.tokenization.tokenize import write_tokenizer_info
+from contamination.test_row_filters import (
+    epoch_bytes,
+    sample,
+    stats,
+    tokenized_with_and_without_sidecars,
+)
+from contamination.test_sidecar import tokenize
+from hrm_assets.contamination.sidecar import read_sidecar
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "tokenized"
 NAME = "gsm8k__train.jsonl"
@@ -51,18 +54,9 @@ def blank_lined(tmp_path, monkeypatch, eval_sets, small_tokenizer_path):
     cleaned = tmp_path / "cleaned"
     (cleaned / "gsm8k").mkdir(parents=True)
     (cleaned / "gsm8k" / "train.jsonl").write_bytes(content)
-    monkeypatch.setenv("HRM_DATA_ROOT", str(tmp_path / "data"))
-    saved_eval_sets(tmp_path / "data", eval_sets)
-    scanned, plain = tmp_path / "scanned", tmp_path / "plain"
-    tokenize(cleaned, scanned, small_tokenizer_path)
-    monkeypatch.setenv(OBSERVE_ENV, "0")
-    tokenize(cleaned, plain, small_tokenizer_path)
-    monkeypatch.delenv(OBSERVE_ENV)
-    rules = tmp_path / "prefix_config.yaml"
-    rules.write_text(yaml.safe_dump([{"prefix": "gsm8k__"}]), encoding="utf-8")
-    for root in (scanned, plain):
-        write_tokenizer_info(root, small_tokenizer_path)
-    return scanned, plain, rules
+    return tokenized_with_and_without_sidecars(
+        cleaned, tmp_path, monkeypatch, eval_sets, small_tokenizer_path, [{"prefix": "gsm8k__"}]
+    )
 
 
 def sampled_rows(output: Path, tokenized: Path) -> set[int]:

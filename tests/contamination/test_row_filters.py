@@ -33,18 +33,29 @@ def roots(tmp_path, monkeypatch, corpus, eval_sets, small_tokenizer_path):
     first = json.loads(lines[0])
     again = {**first, "instruction": first["instruction"].upper()}
     train.write_text("\n".join([*lines, json.dumps(again)]) + "\n", encoding="utf-8")
+    return tokenized_with_and_without_sidecars(
+        cleaned, tmp_path, monkeypatch, eval_sets, small_tokenizer_path, RULES
+    )
+
+
+def tokenized_with_and_without_sidecars(
+    cleaned: Path, tmp_path: Path, monkeypatch, eval_sets, tokenizer: Path, rules: list[dict]
+) -> tuple[Path, Path, Path]:
+    """``cleaned`` tokenized twice under ``tmp_path``, with the passes' sidecars (against
+    ``eval_sets``) and without, each with its tokenizer info; and ``rules`` as a
+    prefix_config.yaml: (scanned root, plain root, rules file)."""
     monkeypatch.setenv("HRM_DATA_ROOT", str(tmp_path / "data"))
     saved_eval_sets(tmp_path / "data", eval_sets)
     scanned, plain = tmp_path / "scanned", tmp_path / "plain"
-    tokenize(cleaned, scanned, small_tokenizer_path)
+    tokenize(cleaned, scanned, tokenizer)
     monkeypatch.setenv(OBSERVE_ENV, "0")
-    tokenize(cleaned, plain, small_tokenizer_path)
+    tokenize(cleaned, plain, tokenizer)
     monkeypatch.delenv(OBSERVE_ENV)
-    rules = tmp_path / "prefix_config.yaml"
-    rules.write_text(yaml.safe_dump(RULES), encoding="utf-8")
+    rules_file = tmp_path / "prefix_config.yaml"
+    rules_file.write_text(yaml.safe_dump(rules), encoding="utf-8")
     for root in (scanned, plain):
-        write_tokenizer_info(root, small_tokenizer_path)
-    return scanned, plain, rules
+        write_tokenizer_info(root, tokenizer)
+    return scanned, plain, rules_file
 
 
 def sample(tokenized: Path, output: Path, rules: Path, **options):
