@@ -27,7 +27,12 @@ from hrm_assets.tokenization.objects_to_disk import CleanedObjects, tokenize_obj
 from hrm_assets.tokenization.outcomes import TokenizeFailure, TokenizeOutcome
 from hrm_assets.tokenization.output_folders import remove_owned_output
 from hrm_assets.tokenization.partitioning import partition_file
-from hrm_assets.tokenization.remote import RemoteCleaned, RemoteTokenized, tokenize_remote
+from hrm_assets.tokenization.remote import (
+    RemoteCleaned,
+    RemoteTokenized,
+    mirror_sidecars,
+    tokenize_remote,
+)
 from hrm_assets.tokenization.tokenize import write_tokenizer_info
 from hrm_assets.tokenization.tokenizer_setup import TokenizerSetup
 
@@ -135,6 +140,18 @@ class TokenizedBuild:
             assert self.remote is not None
             return self.remote.join(outcome.safe_name)
         return outcome.output_dir
+
+    def sidecar_folders(self, outcomes: Sequence[TokenizeOutcome]) -> dict[str, Path]:
+        """Where each outcome's contamination sidecars are read, by safe name: its folder, or
+        for a remote folder reused from its manifest its place in the working copy, whose
+        sidecars alone are refreshed (:func:`mirror_sidecars`) for these outcomes at once."""
+        folders = {o.safe_name: o.output_dir for o in outcomes if o.output_dir is not None}
+        reused = [outcome.safe_name for outcome in outcomes if outcome.output_dir is None]
+        if reused:
+            assert self.remote is not None
+            local = mirror_sidecars(self.remote, reused)
+            folders.update({name: local / name for name in reused})
+        return folders
 
 
 def build_on_disk(

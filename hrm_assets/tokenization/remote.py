@@ -53,6 +53,7 @@ from hrm_assets.common.storage import (
     remote_tree_sha256,
     storage_options,
 )
+from hrm_assets.contamination.sidecar import KEYS_FILE, SCAN_FILE
 from hrm_assets.contracts.cleaned_provenance import PROVENANCE_FILE
 from hrm_assets.contracts.framing import tokenizer_info_json
 from hrm_assets.tokenization.outcomes import written_outcome
@@ -416,6 +417,34 @@ def mirror_folder_files(root: ObjectRoot, names: Sequence[str]) -> tuple[Path, s
         and complete_manifest(folder, (local / name / MANIFEST_FILE).read_bytes())
     }
     return local, complete
+
+
+SIDECAR_FILES = (SCAN_FILE, KEYS_FILE)
+
+
+def mirror_sidecars(root: ObjectRoot, safe_names: Sequence[str]) -> Path:
+    """Refresh the contamination sidecars of these folders (not their arrays) into the working
+    copy of the root, only those whose ETag changed downloaded and those gone from the bucket
+    removed from the copy; the copy's path. For a folder reused without being downloaded,
+    whose partition record still shows what its sidecars say."""
+    store = ObjectStore(root)
+    names = set(safe_names)
+
+    def is_sidecar(relative: str) -> bool:
+        folder, _, name = relative.partition("/")
+        return folder in names and name in SIDECAR_FILES
+
+    wanted = {
+        relative: info
+        for listing in _map(store.list, sorted(names))
+        for relative, info in listing.items()
+        if is_sidecar(relative)
+    }
+    local = mirror_path(root)
+    local.mkdir(parents=True, exist_ok=True)
+    with mirror_lock(local):
+        refresh_files(store, local, wanted, keep=is_sidecar)
+    return local
 
 
 def mirror_lock(local: Path):

@@ -3,7 +3,8 @@ folders in a bucket carry their sidecars (published with them, a rewrite without
 deleting the old ones), the report reads them from the bucket without reading any cleaned
 object and equals the report of the same files on disk; a root without sidecars is scanned by
 downloading its objects; adopted ``s3://`` roots tokenized into folders on disk are reported
-from those folders' sidecars."""
+from those folders' sidecars; a bucket partition re-materialized unchanged records the
+contamination its first write recorded, from its sidecars alone."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from support.object_storage import SIDECAR_FILES, upload_tree
 
 from contamination.test_sidecar import saved_eval_sets
 from hrm_assets.adoption.objects import AdoptedObjects
+from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.storage import ObjectRoot, ObjectStore
 from hrm_assets.contamination.scan import Report
 from hrm_assets.contamination.sidecar import OBSERVE_ENV
 from hrm_assets.defs.common.resources import DataPaths
 from hrm_assets.defs.eval.assets import contamination, report_path
+from hrm_assets.defs.tokenized.assets import build_tokenized_asset
+from hrm_assets.defs.tokenized.partitions import TOKENIZED_PARTITIONS
 from hrm_assets.tokenization.objects_to_disk import tokenize_objects
 from hrm_assets.tokenization.outcomes import TokenizeFailure
 from hrm_assets.tokenization.remote import RemoteCleaned, RemoteTokenized, tokenize_remote
@@ -182,3 +186,59 @@ def test_adopted_objects_tokenized_on_disk_are_reported_from_their_sidecars(
     with s3_server.recording() as requests:
         assert report_of(adopted) == expected
         assert cleaned_gets(requests(), s3_bucket, "corpus") == []
+
+
+def test_a_reused_bucket_partition_records_the_contamination_of_its_sidecars(
+    tmp_path, monkeypatch, s3_server, s3_bucket, cleaned, eval_sets, small_tokenizer_path
+):
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    monkeypatch.setenv("HRM_DATA_ROOT", str(data))
+    saved_eval_sets(data, eval_sets)
+    tokenizer = tmp_path / "tokenizer"
+    tokenizer.mkdir()
+    shutil.copy(small_tokenizer_path, tokenizer / "tokenizer.json")
+    base = ObjectRoot.parse(f"s3://{s3_bucket}/data")
+    upload_tree(cleaned, ObjectStore(base.join("cleaned")))
+    paths = DataPaths(
+        data_root=str(data),
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+        cleaned_at=str(base.join("cleaned")),
+        tokenizer_at=str(tokenizer),
+        tokenized_at=str(base.join("tokenized")),
+    )
+    spec = SOURCES["gsm8k_train"]
+    partition = "gsm8k_train.jsonl"
+
+    def contamination_recorded(instance) -> dict:
+        result = dg.materialize(
+            [build_tokenized_asset(spec)],
+            partition_key=partition,
+            instance=instance,
+            resources={"data_paths": paths},
+        )
+        assert result.success
+        (record,) = result.asset_materializations_for_node(f"tokenized_{spec.name}")
+        assert record.partition == partition
+        return {
+            name: value
+            for name, value in record.metadata.items()
+            if name.startswith("contamination/") or name == "skipped"
+        }
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(TOKENIZED_PARTITIONS[spec.name].name, [partition])
+        written = contamination_recorded(instance)
+        assert written.pop("skipped").value is False
+        assert written["contamination/rows_hit"].value == 2
+        # Another machine's working copy: the reused folder's sidecars are not there yet.
+        monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "other_cache"))
+        with s3_server.recording() as requests:
+            reused = contamination_recorded(instance)
+            gets = [path for method, path in requests() if method == "GET"]
+    assert reused.pop("skipped").value is True
+    assert reused == written
+    read = [path.rsplit("/", 1)[-1] for path in gets if "list-type=2" not in path]
+    assert not [path for path in gets if "/data/cleaned/" in path and "list-type=2" not in path]
+    assert not [name for name in read if name.endswith(".npy")]
+    assert set(SIDECAR_FILES) <= set(read)

@@ -13,8 +13,9 @@ EXAMPLE_COLUMNS = ["row", "field", "eval_set", "eval_item", "windows", "span"]
 
 
 def contamination_metadata(folder: Path | None) -> dict[str, dg.MetadataValue | int | str]:
-    """``contamination/*`` entries for a tokenized partition's record; empty for a folder
-    without sidecars (remote, or tokenized with them turned off)."""
+    """``contamination/*`` entries for a tokenized partition's record, from the sidecars in
+    ``folder`` (its folder, or for a bucket folder their copy); empty without sidecars
+    (tokenized with them turned off)."""
     from hrm_assets.contamination.sidecar import folder_summary
 
     summary = None if folder is None else folder_summary(Path(folder))

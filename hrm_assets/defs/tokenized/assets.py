@@ -104,9 +104,9 @@ def build_tokenized_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             yield from recorder.record(build, batch)
         yield from recorder.flush()
         if build.failures:
-            yield from recorder.record_unchanged()
+            yield from recorder.record_unchanged(build)
             raise failed_files(context, asset_key, spec, partitions, build)
-        yield from recorder.freshness_record()
+        yield from recorder.freshness_record(build)
         context.log.info(
             f"{spec.name}: {build.counts['tokenized']:,} tokenized, "
             f"{build.counts['unchanged']:,} unchanged; {recorder.records:,} partition "

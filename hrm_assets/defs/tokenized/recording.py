@@ -51,6 +51,8 @@ class PartitionRecorder:
         and the local folders checked at once; then its records."""
         local = [result.output_dir for result in batch if result.output_dir is not None]
         checked = iter(tokenized_check_results_many(build.tokenized_root, local, build.vocab_size))
+        changed = [r for r in batch if self.recorded.get(r.safe_name) != r.data_version]
+        sidecars = build.sidecar_folders(changed)
         for result in batch:
             if result.output_dir is None:  # a remote folder reused from its manifest
                 checks = reused_remote_check_results(build.folder_of(result))
@@ -64,7 +66,7 @@ class PartitionRecorder:
                 to_record = checks if not all(check.passed for check in checks) else []
             else:
                 self.records += 1
-                yield materialization(self.asset_key, result, self.tags)
+                yield materialization(self.asset_key, result, self.tags, sidecars[result.safe_name])
                 to_record = checks
             self.failed_checks += sum(not check.passed for check in checks)
             if to_record:
@@ -81,14 +83,23 @@ class PartitionRecorder:
                 yield partition_evaluation(check, self.asset_key, key, targets.get(key))
         self._evaluations.clear()
 
-    def record_unchanged(self) -> Iterator[dg.AssetMaterialization]:
+    def record_unchanged(self, build: TokenizedBuild) -> Iterator[dg.AssetMaterialization]:
         """A record of every unchanged outcome (a failed run marks every partition it did not
         record as failed: so only the failing files show as failed)."""
-        for result in self.unchanged:
-            yield materialization(self.asset_key, result, self.tags)
+        for start in range(0, len(self.unchanged), EVALUATIONS_PER_LOOKUP):
+            yield from self._materializations(
+                build, self.unchanged[start : start + EVALUATIONS_PER_LOOKUP]
+            )
 
-    def freshness_record(self) -> Iterator[dg.AssetMaterialization]:
+    def freshness_record(self, build: TokenizedBuild) -> Iterator[dg.AssetMaterialization]:
         """Freshness counts records: after a no-op rebuild, one unchanged (and re-verified)
         file stands for the whole batch, so a stable source does not look stale."""
         if not self.records and not self.failed_checks and self.unchanged:
-            yield materialization(self.asset_key, self.unchanged[0], self.tags)
+            yield from self._materializations(build, self.unchanged[:1])
+
+    def _materializations(
+        self, build: TokenizedBuild, results: list[TokenizeOutcome]
+    ) -> Iterator[dg.AssetMaterialization]:
+        sidecars = build.sidecar_folders(results)
+        for result in results:
+            yield materialization(self.asset_key, result, self.tags, sidecars[result.safe_name])

@@ -18,6 +18,8 @@ records of a tokenized file from it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 
 from hrm_assets.dagster_internals.partition_records import (
@@ -46,9 +48,10 @@ __all__ = [
 
 
 def materialization(
-    asset_key: dg.AssetKey, outcome: TokenizeOutcome, tags: dict[str, str]
+    asset_key: dg.AssetKey, outcome: TokenizeOutcome, tags: dict[str, str], sidecars: Path
 ) -> dg.AssetMaterialization:
-    """The record of one tokenized file, with its own data version."""
+    """The record of one tokenized file, with its own data version and what the contamination
+    sidecars in ``sidecars`` (its folder, or their copy) say."""
     return dg.AssetMaterialization(
         asset_key=asset_key,
         partition=outcome.safe_name,
@@ -61,7 +64,7 @@ def materialization(
             # Parquet nulls read as empty strings, as data_io reads them.
             "nulls": outcome.nulls,
             "tokens_per_row": round(outcome.tokens / outcome.rows, 1) if outcome.rows else 0.0,
-            **contamination_metadata(outcome.output_dir),
+            **contamination_metadata(sidecars),
         },
         tags={**tags, DATA_VERSION_TAG: outcome.data_version},
     )
