@@ -212,8 +212,13 @@ class RemoteTokenized:
         for name in safe_names:
             wanted.update(self.store.list(name))
         local.mkdir(parents=True, exist_ok=True)
+        names = set(safe_names)
         with mirror_lock(local):
-            refresh_files(self.store, local, wanted, keep=lambda relative: False)
+            # A file of these folders the bucket no longer has (the sidecars of a write before
+            # one without them) leaves the copy too.
+            refresh_files(
+                self.store, local, wanted, keep=lambda relative: relative.split("/")[0] in names
+            )
         return local
 
 

@@ -1,6 +1,6 @@
 """Tokenized folders on an S3-compatible server: the local writer's bytes, skips decided from
 manifests and stored hashes without reading data, a folder without a valid manifest taken as
-absent, and only marked folders deleted."""
+absent, only marked folders deleted, and a working copy's sidecars following the bucket's."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from support.object_storage import (
 
 from hrm_assets.common.layout import scan_cleaned_files
 from hrm_assets.common.storage import ObjectRoot, ObjectStore
+from hrm_assets.contamination.sidecar import OBSERVE_ENV, read_sidecar
 from hrm_assets.defs.tokenized.partitions import remove_owned_output_at
 from hrm_assets.tokenization.remote import (
     RemoteCleaned,
     RemoteTokenized,
     complete_manifest,
+    mirror_sidecars,
     mirror_tokenized,
     tokenize_remote,
 )
@@ -155,3 +157,38 @@ def test_only_marked_folders_are_deleted(remote_roots, small_tokenizer_path, tmp
     assert isinstance(results["tricky.jsonl"], TokenizeFailure)
     assert "did not write" in results["tricky.jsonl"].message
     assert store.get_bytes("tricky.jsonl/foreign.npy") == b"theirs"
+
+
+def test_the_working_copy_holds_a_folders_sidecars_only_while_the_bucket_does(
+    remote_roots, s3_server, s3_bucket, small_tokenizer_path, tmp_path, monkeypatch
+):
+    cleaned_root, tokenized_root = remote_roots
+    upload_tree(write_cleaned_tree(tmp_path / "cleaned"), ObjectStore(cleaned_root))
+    setup = TokenizerSetup.load(small_tokenizer_path)
+    cleaned, out = RemoteCleaned.scan(cleaned_root), RemoteTokenized(tokenized_root)
+    list(tokenize_remote(cleaned.files(), cleaned, out, setup))
+    # A machine that reused the folder: its copy holds the sidecars alone, fetched once.
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "reader_cache"))
+    start = log_length(s3_server.log)
+    reader = mirror_sidecars(tokenized_root, ["tricky.jsonl"])
+    assert sorted(path.name for path in (reader / "tricky.jsonl").iterdir()) == sorted(
+        SIDECAR_FILES
+    )
+    assert read_sidecar(reader / "tricky.jsonl") is not None
+    mirror_sidecars(tokenized_root, ["tricky.jsonl"])
+    fetched = data_gets(logged_requests(s3_server.log, s3_bucket, start))
+    assert sorted(key.rsplit("/", 1)[-1] for key in fetched) == sorted(SIDECAR_FILES)
+
+    # The writer's machine rewrites the folder without sidecars: neither copy keeps the old ones.
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "cache"))
+    out.store.delete(["tricky.jsonl/manifest.json"])
+    monkeypatch.setenv(OBSERVE_ENV, "0")
+    (rewritten,) = [
+        r for r in tokenize_remote(cleaned.files(), cleaned, out, setup) if not r.skipped
+    ]
+    assert rewritten.safe_name == "tricky.jsonl"
+    assert read_sidecar(rewritten.output_dir) is None
+    monkeypatch.setenv("HRM_CACHE_DIR", str(tmp_path / "reader_cache"))
+    mirror_sidecars(tokenized_root, ["tricky.jsonl"])
+    assert read_sidecar(reader / "tricky.jsonl") is None
+    assert not list((reader / "tricky.jsonl").iterdir())
