@@ -141,6 +141,14 @@ class TokenizedBuild:
             return self.remote.join(outcome.safe_name)
         return outcome.output_dir
 
+    def published_folder(self, outcome: TokenizeOutcome) -> Path | ObjectRoot:
+        """Where an outcome's folder is published: its ``s3://`` URL when the tokenized root
+        is in object storage (written or reused), else its folder on disk."""
+        if self.remote is not None:
+            return self.remote.join(outcome.safe_name)
+        assert outcome.output_dir is not None
+        return outcome.output_dir
+
     def sidecar_folders(self, outcomes: Sequence[TokenizeOutcome]) -> dict[str, Path]:
         """Where each outcome's contamination sidecars are read, by safe name: its folder, or
         for a remote folder reused from its manifest its place in the working copy, whose

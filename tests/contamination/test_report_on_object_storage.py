@@ -223,7 +223,7 @@ def test_a_reused_bucket_partition_records_the_contamination_of_its_sidecars(
         return {
             name: value
             for name, value in record.metadata.items()
-            if name.startswith("contamination/") or name == "skipped"
+            if name.startswith("contamination/") or name in ("skipped", "path")
         }
 
     with dg.instance_for_test() as instance:
@@ -237,6 +237,8 @@ def test_a_reused_bucket_partition_records_the_contamination_of_its_sidecars(
             reused = contamination_recorded(instance)
             gets = [path for method, path in requests() if method == "GET"]
     assert reused.pop("skipped").value is True
+    # Both records name the folder where it is published, in the bucket.
+    assert written["path"].value == reused["path"].value == str(base.join("tokenized", partition))
     assert reused == written
     read = [path.rsplit("/", 1)[-1] for path in gets if "list-type=2" not in path]
     assert not [path for path in gets if "/data/cleaned/" in path and "list-type=2" not in path]

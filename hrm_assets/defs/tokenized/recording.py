@@ -66,7 +66,8 @@ class PartitionRecorder:
                 to_record = checks if not all(check.passed for check in checks) else []
             else:
                 self.records += 1
-                yield materialization(self.asset_key, result, self.tags, sidecars[result.safe_name])
+                folder, sidecar_folder = build.published_folder(result), sidecars[result.safe_name]
+                yield materialization(self.asset_key, result, self.tags, folder, sidecar_folder)
                 to_record = checks
             self.failed_checks += sum(not check.passed for check in checks)
             if to_record:
@@ -102,4 +103,5 @@ class PartitionRecorder:
     ) -> Iterator[dg.AssetMaterialization]:
         sidecars = build.sidecar_folders(results)
         for result in results:
-            yield materialization(self.asset_key, result, self.tags, sidecars[result.safe_name])
+            folder, sidecar_folder = build.published_folder(result), sidecars[result.safe_name]
+            yield materialization(self.asset_key, result, self.tags, folder, sidecar_folder)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from hrm_assets.common.storage import ObjectRoot
 from hrm_assets.dagster_internals.partition_records import (
     DATA_VERSION_TAG,
     MaterializationTarget,
@@ -48,15 +49,20 @@ __all__ = [
 
 
 def materialization(
-    asset_key: dg.AssetKey, outcome: TokenizeOutcome, tags: dict[str, str], sidecars: Path
+    asset_key: dg.AssetKey,
+    outcome: TokenizeOutcome,
+    tags: dict[str, str],
+    folder: Path | ObjectRoot,
+    sidecars: Path,
 ) -> dg.AssetMaterialization:
-    """The record of one tokenized file, with its own data version and what the contamination
-    sidecars in ``sidecars`` (its folder, or their copy) say."""
+    """The record of one tokenized file, with its own data version, its ``folder`` (on disk,
+    or its ``s3://`` URL), and what the contamination sidecars in ``sidecars`` (its folder, or
+    their copy) say."""
     return dg.AssetMaterialization(
         asset_key=asset_key,
         partition=outcome.safe_name,
         metadata={
-            "path": dg.MetadataValue.path(str(outcome.output_dir)),
+            "path": dg.MetadataValue.path(str(folder)),
             "dagster/row_count": outcome.rows,
             "tokens": outcome.tokens,
             "source_bytes": outcome.bytes,
