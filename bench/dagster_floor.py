@@ -91,7 +91,9 @@ def records(
         keys = context.partition_keys  # a query per call
         pending: list[str] = []
         for index, key in enumerate(keys, start=1):
-            yield materialization(RECORDS_KEY, _outcome(key), tags)
+            outcome = _outcome(key)
+            folder = outcome.output_dir  # no sidecars there: no contamination metadata
+            yield materialization(RECORDS_KEY, outcome, tags, folder, folder)
             pending.append(key)
             if len(pending) == LOOKUP_BATCH or index == len(keys):
                 targets = latest_materialization_targets(instance, RECORDS_KEY, pending)
