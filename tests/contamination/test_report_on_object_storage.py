@@ -70,6 +70,16 @@ def report_of(paths: DataPaths) -> dict:
     return report
 
 
+def paths_under(tmp_path: Path, **roots: str) -> DataPaths:
+    """The platform's paths for a test: its data root and rules under ``tmp_path``, and
+    ``roots`` (cleaned_at, tokenized_at, adopted_cleaned, tokenizer_at) as given."""
+    return DataPaths(
+        data_root=str(tmp_path / "data"),
+        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+        **roots,
+    )
+
+
 def cleaned_gets(requests: list[tuple[str, str]], bucket: str, prefix: str) -> list[str]:
     return [path for method, path in requests if method == "GET" and f"/{bucket}/{prefix}/" in path]
 
@@ -81,12 +91,7 @@ def test_bucket_folders_carry_their_sidecars_and_the_report_reads_them(
     data = tmp_path / "data"
     monkeypatch.setenv("HRM_DATA_ROOT", str(data))
     saved_eval_sets(data, eval_sets)
-    on_disk = DataPaths(
-        data_root=str(data),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        cleaned_at=str(cleaned),
-        tokenized_at=str(tmp_path / "none"),
-    )
+    on_disk = paths_under(tmp_path, cleaned_at=str(cleaned), tokenized_at=str(tmp_path / "none"))
     expected = report_of(on_disk)
     assert expected["sources"]["gsm8k_train"]["rows_hit"] == 2
     assert expected["sources"]["flan"]["rows_hit"] == 1
@@ -112,11 +117,8 @@ def test_bucket_folders_carry_their_sidecars_and_the_report_reads_them(
         for files in RemoteTokenized(base.join("plain")).folders().values()
     )
 
-    in_bucket = DataPaths(
-        data_root=str(data),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        cleaned_at=str(base.join("cleaned")),
-        tokenized_at=str(base.join("tokenized")),
+    in_bucket = paths_under(
+        tmp_path, cleaned_at=str(base.join("cleaned")), tokenized_at=str(base.join("tokenized"))
     )
     with s3_server.recording() as requests:
         assert report_of(in_bucket) == expected
@@ -127,11 +129,8 @@ def test_bucket_folders_carry_their_sidecars_and_the_report_reads_them(
         gets = [path for method, path in requests() if method == "GET"]
         assert len(gets) == 2 and all("list-type=2" in path for path in gets), gets
 
-    without = DataPaths(
-        data_root=str(data),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        cleaned_at=str(base.join("cleaned")),
-        tokenized_at=str(base.join("plain")),
+    without = paths_under(
+        tmp_path, cleaned_at=str(base.join("cleaned")), tokenized_at=str(base.join("plain"))
     )
     with s3_server.recording() as requests:
         assert report_of(without) == expected
@@ -162,13 +161,7 @@ def test_adopted_objects_tokenized_on_disk_are_reported_from_their_sidecars(
     saved_eval_sets(data, eval_sets)
     reference = tmp_path / "reference"
     shutil.copytree(cleaned, reference)
-    expected = report_of(
-        DataPaths(
-            data_root=str(data),
-            prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-            cleaned_at=str(reference),
-        )
-    )
+    expected = report_of(paths_under(tmp_path, cleaned_at=str(reference)))
     corpus = ObjectRoot.parse(f"s3://{s3_bucket}/corpus")
     upload_tree(cleaned, ObjectStore(corpus))
     objects = AdoptedObjects([corpus])
@@ -178,11 +171,7 @@ def test_adopted_objects_tokenized_on_disk_are_reported_from_their_sidecars(
         tokenize_objects(objects.files(), objects, tokenized, setup, objects.storage_options())
     )
     assert not [r for r in results if isinstance(r, TokenizeFailure)], results
-    adopted = DataPaths(
-        data_root=str(data),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
-        adopted_cleaned=str(corpus),
-    )
+    adopted = paths_under(tmp_path, adopted_cleaned=str(corpus))
     with s3_server.recording() as requests:
         assert report_of(adopted) == expected
         assert cleaned_gets(requests(), s3_bucket, "corpus") == []
@@ -200,9 +189,8 @@ def test_a_reused_bucket_partition_records_the_contamination_of_its_sidecars(
     shutil.copy(small_tokenizer_path, tokenizer / "tokenizer.json")
     base = ObjectRoot.parse(f"s3://{s3_bucket}/data")
     upload_tree(cleaned, ObjectStore(base.join("cleaned")))
-    paths = DataPaths(
-        data_root=str(data),
-        prefix_config_path=str(tmp_path / "prefix_config.yaml"),
+    paths = paths_under(
+        tmp_path,
         cleaned_at=str(base.join("cleaned")),
         tokenizer_at=str(tokenizer),
         tokenized_at=str(base.join("tokenized")),
