@@ -7,6 +7,8 @@
 //! - [`sample`]: the sampler's Philox draw, its `epoch_<n>/` arrays, span table and token copy;
 //! - [`npy`]: the `.npy` headers, element types and writers both stages use;
 //! - [`ngram`]: contamination with evaluation sets (hashed word n-grams) and exact duplicates;
+//! - [`gsm8k_answers`]: GSM8K's rule (the final answer after `#### `, both texts stripped) on
+//!   the Arrow buffers of a batch's text columns;
 //! - [`jsonl`]: cleaned rows as data_io's JSON lines (orjson's bytes), built from text columns;
 //! - [`text_lines`]: a text file's lines as Python's text mode and `str.strip()` give them,
 //!   paired as question and answer into text columns (dmmath);
@@ -18,6 +20,7 @@
 //! the `pyo3` feature) has one binding module per stage that converts types and delegates here.
 
 pub mod error;
+pub mod gsm8k_answers;
 pub mod jsonl;
 pub mod ngram;
 pub mod npy;

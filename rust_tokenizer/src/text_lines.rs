@@ -114,7 +114,7 @@ fn invalid_at(block: &[u8], at: usize) -> InvalidUtf8 {
 
 /// Whether `byte` starts or ends a line with something `str.strip()` keeps: ASCII that is
 /// not whitespace (ASCII bytes are whole characters).
-fn is_ascii_text(byte: u8) -> bool {
+pub(crate) fn is_ascii_text(byte: u8) -> bool {
     byte.is_ascii() && !matches!(byte, b'\t'..=b'\r' | 0x1C..=b' ')
 }
 
