@@ -338,6 +338,21 @@ def json_lines(
     with ``valid[i]`` (uint8, one a row, 0: a null, written ``null``) or None. A bad shape or a
     value that is not UTF-8 raises ValueError naming the column and row (from 1)."""
 
+def gsm8k_rows(
+    question: tuple[Buffer, Buffer, Buffer | None, int],
+    answer: tuple[Buffer, Buffer, Buffer | None, int],
+) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """GSM8K's rule on a batch's ``question`` and ``answer`` columns, each the buffers of an
+    Arrow ``string`` array: (C-contiguous int32 offsets, rows + 1; the data; the validity
+    bitmap or None; the bitmap's bit of row 0), in one pass without the GIL. A record gives the
+    row ``(question.strip(), answer.split("#### ")[-1].strip())`` when its answer splits in
+    two; a null answer, or a null question with such an answer, is malformed; another answer
+    is skipped with its number of pieces. Returns ``(records, instruction_offsets,
+    instructions, response_offsets, responses, malformed, bad_answers, pieces)``: positions
+    in the batch and piece counts as int64 bytes, the two columns' Arrow ``string`` buffers
+    (int32 offsets, data). Text that is not UTF-8 is kept (stripping stops at it); buffers
+    that are not one Arrow array raise ValueError."""
+
 def question_answer_lines(
     block: bytes,
     pending: bytes | None,

@@ -118,6 +118,32 @@ def string_array(values: Sequence[str]) -> pa.StringArray:
     return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
 
 
+def string_buffers(array: pa.StringArray) -> tuple:
+    """A ``string`` array's buffers as numpy views, for the Rust core: the int32 offsets of its
+    rows (rows + 1), the data, the validity bitmap (None without nulls) and its first row's bit
+    in the bitmap."""
+    import numpy as np
+
+    validity, offsets, data = array.buffers()
+    start = array.offset
+    if offsets is None:  # an empty array may have no buffers
+        offsets = np.zeros(1, dtype=np.int32)
+    else:
+        offsets = np.frombuffer(offsets, dtype=np.int32, count=start + len(array) + 1)[start:]
+    data = np.zeros(0, dtype=np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    bits = np.frombuffer(validity, dtype=np.uint8) if array.null_count else None
+    return offsets, data, bits, start
+
+
+def string_array_of(offsets: bytes, data: bytes) -> pa.StringArray:
+    """A ``string`` array without nulls over its buffers (int32 offsets, data)."""
+    import pyarrow as pa
+
+    rows = len(offsets) // 4 - 1
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.string(), rows, buffers)
+
+
 def string_scalar(value: str) -> pa.StringScalar:
     """``value`` as an Arrow scalar, for a compute function's argument."""
     return string_array([value])[0]

@@ -7,7 +7,8 @@ Deliberate difference: data_io asserts that the answer splits into exactly two p
 ``"#### "`` and crashes otherwise; here such a record is skipped and reported (reason
 ``answer does not split in two on '#### '``). Rows of every other record are identical.
 
-A Parquet mirror (the Hub's own format) is cleaned on columns (:func:`clean_gsm8k_batch`).
+A Parquet mirror (the Hub's own format) is cleaned on columns (:func:`clean_gsm8k_batch`, the
+rule in one pass of the Rust core over the Arrow buffers).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from hrm_assets.cleaning.columnar import (
     constant,
     require_text_columns,
     rows_table,
-    strip,
     text,
 )
 from hrm_assets.cleaning.rows import Row
@@ -45,52 +45,47 @@ MALFORMED = "malformed raw record (AttributeError)"
 
 
 def clean_gsm8k_batch(batch, part: str) -> CleanedBatch:
-    """:func:`clean_gsm8k` on a record batch; a null answer or question is the malformed
-    record the row path reports (``None.split``, ``None.strip``)."""
+    """:func:`clean_gsm8k` on a record batch, in one pass of the Rust core over the columns'
+    buffers (``rust_tokenizer/src/gsm8k_answers.rs``: the pieces counted as ``str.split``
+    does, stripped of exactly ``str.isspace()``'s characters; text that is not UTF-8 is kept
+    for the engine's check to name). A null answer or question is the malformed record the
+    row path reports (``None.split``, ``None.strip``)."""
     import numpy as np
-    import pyarrow.compute as pc
 
-    from hrm_assets.cleaning.arrow_buffers import (
-        index_array,
-        integer_scalar,
-        integers,
-        null_flags,
-    )
+    from hrm_assets._core import gsm8k_rows
+    from hrm_assets.cleaning.arrow_buffers import string_array_of, string_buffers
 
     question, answer = text(batch.column("question")), text(batch.column("answer"))
-    null_answer = null_flags(answer)
-    # One split gives both the pieces' count and the text after the separator (counting the
-    # occurrences first, pyarrow's count_substring, cost four times the split).
-    pieces = pc.split_pattern(answer, ANSWER_SEPARATOR)
-    two = np.diff(integers(pieces.offsets)) == 2  # pieces per answer (a null answer: 0)
-    bad = ~null_answer & ~two
-    null_question = ~null_answer & ~bad & null_flags(question)
-    chosen = np.flatnonzero(~(null_answer | bad | null_question))
-    if len(chosen) < batch.num_rows:  # no copy when every record gives its row
-        take = index_array(chosen)
-        question, pieces = question.take(take), pieces.take(take)
-    after = pc.list_element(pieces, integer_scalar(1))
+    records, *columns, malformed, bad, pieces = gsm8k_rows(
+        string_buffers(question), string_buffers(answer)
+    )
+    records = np.frombuffer(records, dtype=np.int64)
+    bad, pieces = np.frombuffer(bad, dtype=np.int64), np.frombuffer(pieces, dtype=np.int64)
     output = GSM8K_TRAIN.output
 
     def parts(row: int) -> str:
-        return f"{len(batch.column('answer')[row].as_py().split(ANSWER_SEPARATOR))} parts"
+        return f"{pieces[np.searchsorted(bad, row)]} parts"
 
-    def malformed(row: int) -> str:
-        attribute = "split" if null_answer[row] else "strip"
+    def malformed_detail(row: int) -> str:
+        attribute = "strip" if answer[row].is_valid else "split"
         return f"AttributeError: 'NoneType' object has no attribute '{attribute}'"
 
     return CleanedBatch(
-        rows=rows_table(constant("direct", len(chosen)), strip(question), strip(after)),
-        records=chosen,
+        rows=rows_table(
+            constant("direct", len(records)),
+            string_array_of(*columns[:2]),
+            string_array_of(*columns[2:]),
+        ),
+        records=records,
         output=output,
         skips=[
             BatchSkip(
                 MALFORMED,
-                np.flatnonzero(null_answer | null_question),
-                detail=malformed,
+                np.frombuffer(malformed, dtype=np.int64),
+                detail=malformed_detail,
                 output=lambda _row: output,
             ),
-            BatchSkip(BAD_ANSWER, np.flatnonzero(bad), detail=parts, output=lambda _row: output),
+            BatchSkip(BAD_ANSWER, bad, detail=parts, output=lambda _row: output),
         ],
     )
 

@@ -10,6 +10,7 @@
 //!   for their checks);
 //! - [`ngram`] binds `NgramIndex`, `DuplicateIndex`, `normalized_words` and `duplicate_keys`
 //!   (contamination and duplicates);
+//! - [`gsm8k_answers`] binds `gsm8k_rows` (GSM8K's rule on a batch's Arrow buffers);
 //! - [`jsonl`] binds `json_lines` (cleaned JSONL written from text columns);
 //! - [`text_lines`] binds `question_answer_lines` (a text block's stripped lines, paired).
 //!
@@ -19,6 +20,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod gsm8k_answers;
 mod jsonl;
 mod ngram;
 mod npy;
@@ -34,6 +36,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     npy::register(module)?;
     ngram::register(module)?;
     jsonl::register(module)?;
+    gsm8k_answers::register(module)?;
     text_lines::register(module)?;
     Ok(())
 }
