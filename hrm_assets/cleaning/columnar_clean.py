@@ -18,6 +18,9 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
   writers) when the rule says no two parts write the same file; each part has its own report,
   merged in part order, and its own share of the writers' buffer budget, so files and report
   do not depend on the number of threads;
+- on several threads the files of a part are read in parallel too (:class:`_FileUnit`): a
+  later file's rows wait in its own store, and once the part's files are read its outputs are
+  written in file order, the reports joined as if the files were read one after the other;
 - within a part, a helper thread decodes the next batches and the cores the other parts leave
   apply the rule and the row checks to them, ahead of the thread that records and writes the
   batches, in read order (:func:`_prepared_in_order`).
@@ -26,6 +29,7 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -47,7 +51,7 @@ from hrm_assets.cleaning.columnar import (
     NotColumnar,
     batch_raw_bytes,
 )
-from hrm_assets.cleaning.columnar_outputs import OutputUnit, WriteGate
+from hrm_assets.cleaning.columnar_outputs import OutputUnit, StoreBudget, WriteGate
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import (
     MAX_SKIP_EXAMPLES,
@@ -144,31 +148,138 @@ def clean_parts_columnar(
                 _clean_part(spec, part, files, unit, report, read_error, *feed, threads)
             unit.finish(threads)
         return
-    workers = min(threads, len(parts)) or 1
-    rule_threads = max(1, threads // workers)  # a part read alone cleans batches on every core
+    if threads > 1:
+        by_part = _file_units(spec, parts)
+    else:
+        by_part = [[_FileUnit(part, files)] for part, files in parts]
+    work = [item for siblings in by_part for item in siblings]
+    workers = min(threads, len(work)) or 1
+    rule_threads = max(1, threads // workers)  # a file read alone cleans batches on every core
     share = max(1, DEFAULT_BUFFER_BYTES // workers)
-    left = {"parts": len(parts)}  # parts not yet read through
-    lock = threading.Lock()
+    store_budget = StoreBudget(DEFAULT_BUFFER_BYTES)
     gate = WriteGate(DEFAULT_BUFFER_BYTES)
+    left = {"units": len(work)}  # units not yet read through
+    lock = threading.Lock()
 
-    def one(item: tuple[str, list[Path]]) -> CleaningReport:
-        part, files = item
-        part_report = CleaningReport(spec.name)
-        with OutputUnit(spec, outputs, share, gate) as unit:
-            _clean_part(spec, part, files, unit, part_report, read_error, *feed, rule_threads)
+    def one(item: _FileUnit) -> None:
+        item.unit = OutputUnit(spec, outputs, share, gate, store_budget, item.first)
+        siblings = item.siblings
+        try:
+            _clean_part(
+                spec,
+                item.part,
+                item.files,
+                item.unit,
+                item.report,
+                read_error,
+                *feed,
+                rule_threads,
+                item.before,
+                item.rechecks,
+            )
+        except BaseException:
+            item.failed = True
+            raise
+        finally:
             with lock:
-                left["parts"] -= 1
-                busy = min(workers - 1, left["parts"])  # other threads still reading parts
-            unit.finish(max(1, threads - busy))  # the cores the other parts leave
-        return part_report
+                left["units"] -= 1
+                busy = min(workers - 1, left["units"])  # other threads still reading files
+                item.read = True
+                last = all(sibling.read for sibling in siblings)  # true in one thread only
+        if last and not any(sibling.failed for sibling in siblings):
+            # The cores the other files leave write this part's files.
+            later = [sibling.unit for sibling in siblings[1:]]
+            siblings[0].unit.finish(max(1, threads - busy), later)
+            for sibling in siblings:
+                sibling.unit.close()
 
-    if workers == 1:
-        for item in parts:
-            report.merge(one(item))
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clean") as pool:
-        for part_report in pool.map(one, parts):
-            report.merge(part_report)
+    try:
+        if workers == 1:
+            for item in work:
+                one(item)
+        else:
+            # Largest file first, so that the last ones to be read are small and both cores
+            # stay busy to the end; a part is finished by the thread reading its last file.
+            order = sorted(work, key=lambda item: -item.size)
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clean") as pool:
+                futures = {id(item): pool.submit(one, item) for item in order}
+                try:
+                    for item in work:  # a failure raised as the serial engine would raise it
+                        futures[id(item)].result()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+    finally:
+        for item in work:
+            if item.unit is not None:
+                item.unit.close()
+    for siblings in by_part:
+        report.merge(_joined_report(siblings))
+
+
+class _FileUnit:
+    """Files of one part read by one thread into one :class:`OutputUnit`, with their own
+    report: all of the part's files, or one of them when its files are read in parallel
+    (``before``: the part's records in the files before it; ``first``: the part's first
+    file, which writes through and finishes the part)."""
+
+    def __init__(self, part: str, files: Sequence[Path], before: int = 0, first: bool = True):
+        self.siblings: list[_FileUnit] = [self]  # the units of the part, in file order
+        self.part = part
+        self.files = list(files)
+        self.before = before
+        self.first = first
+        self.size = sum(path.stat().st_size for path in self.files)
+        self.report = CleaningReport("")
+        self.unit: OutputUnit | None = None
+        # check_row rejects kept as examples, with their values: their row numbers count
+        # the part's earlier files' rows once those are known (_joined_report)
+        self.rechecks: list[tuple[SkipExample, tuple]] | None = None if first else []
+        self.read = False
+        self.failed = False
+
+
+def _file_units(spec: SourceSpec, parts: list[tuple[str, list[Path]]]) -> list[list[_FileUnit]]:
+    """The units of each part: one per file of a part with several files, where the rule
+    counts a file's records (the later files' locators count the part's records before
+    them); a part whose files it cannot count is one unit, read file after file."""
+    rule = spec.columnar
+    by_part = []
+    for part, files in parts:
+        if len(files) < 2 or rule.count_rows is None:
+            by_part.append([_FileUnit(part, files)])
+            continue
+        try:
+            counts = [rule.count_rows(path) for path in files[:-1]]
+        except (OSError, ValueError):  # read by one unit: the read error comes as it did
+            by_part.append([_FileUnit(part, files)])
+            continue
+        starts = [0]
+        for count in counts:
+            starts.append(starts[-1] + count)
+        siblings = [
+            _FileUnit(part, [path], before, first=index == 0)
+            for index, (path, before) in enumerate(zip(files, starts, strict=True))
+        ]
+        for sibling in siblings:
+            sibling.siblings = siblings
+        by_part.append(siblings)
+    return by_part
+
+
+def _joined_report(units: list[_FileUnit]) -> CleaningReport:
+    """The report of a part from its units' reports, as if one unit had read its files in
+    order: a later file's check_row examples renumbered after the earlier files' rows of
+    their output file (and their messages, which name the number, made again)."""
+    report = units[0].report
+    for later in units[1:]:
+        for example, values in later.rechecks:
+            earlier = report.files.get(example.file)
+            example.row += earlier.candidates if earlier is not None else 0
+            _, problem = check_row(values, example.file, example.row)
+            example.detail = problem[1]
+        report.merge(later.report)
+    return report
 
 
 def _clean_part(
@@ -181,15 +292,24 @@ def _clean_part(
     progress: Progress,
     progress_bytes: Progress,
     rule_threads: int = 1,
+    before: int = 0,
+    rechecks: list[tuple[SkipExample, tuple]] | None = None,
 ) -> None:
     """Clean the files of one part in order; ``rule_threads`` apply the rule (and the row
-    checks) to the next batches while this one is recorded and written."""
+    checks) to the next batches while this one is recorded and written.
+
+    ``rechecks``, for a unit reading a later file of the part (whose first unit's report
+    comes first and names the part), gets the check_row rejects kept as examples with their
+    values (see :func:`_joined_report`); ``before``: the part's records in its earlier
+    files."""
     rule = spec.columnar
-    report.parts.append(part)
-    if spec.one_output_per_part:
+    first = rechecks is None
+    if first:
+        report.parts.append(part)
+    if spec.one_output_per_part and first:
         unit.outputs.writer(spec.part_output(part), unit.budget)
         report.file(spec.part_output(part))
-    read = 0  # records of the part before the current batch (for the examples' locators)
+    read = before  # records of the part before the current batch (for the examples' locators)
     for path in files:
         size = path.stat().st_size
         rows_in_file = rule.count_rows(path) if rule.count_rows is not None else None
@@ -204,9 +324,11 @@ def _clean_part(
         batches = _read_ahead(rule.read(path, rule.columns), depth=rule_threads)
         for batch, prepared in _prepared_in_order(batches, prepare, rule_threads):
             if batch is None:  # the read failed here
+                if before:  # the error counts the part's records in its earlier files too
+                    report = dataclasses.replace(report, records_read=report.records_read + before)
                 raise read_error(part, report, prepared) from prepared
             cleaned, suspects = prepared()
-            _record_batch(spec, part, read, cleaned, suspects, unit, report)
+            _record_batch(spec, part, read, cleaned, suspects, unit, report, rechecks)
             read += batch.num_rows
             report.records_read += batch.num_rows
             if rows_in_file is None:
@@ -310,10 +432,11 @@ def _record_batch(
     suspects: list[int],
     unit: OutputUnit,
     report: CleaningReport,
+    rechecks: list[tuple[SkipExample, tuple]] | None = None,
 ) -> None:
     """Count the batch's skipped records, check its ``suspects`` as ``check_row`` does
     (counting the rejected ones), and hand the other rows to ``unit``. ``read``: the part's
-    records before this batch."""
+    records before this batch; ``rechecks``: see :func:`_clean_part`."""
     import numpy as np
 
     for skip in cleaned.skips:
@@ -343,7 +466,10 @@ def _record_batch(
                 keep[position] = False
                 reason, message = problem
                 locator = f"{part}#{read + int(sources[position]) + 1}"
-                report.skip(reason, SkipExample(files[code], number, locator, message))
+                example = SkipExample(files[code], number, locator, message)
+                report.skip(reason, example)
+                if rechecks is not None and report.skipped[reason].examples[-1] is example:
+                    rechecks.append((example, values))
         counts = np.bincount(codes, minlength=len(files))
         rows, codes = rows.filter(boolean_array(keep)), codes[keep]
     else:

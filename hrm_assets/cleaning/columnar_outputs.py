@@ -1,12 +1,14 @@
 """Where the columnar engine's checked rows go (:class:`OutputUnit`): straight to their
 writer when a batch has one output, else grouped per output and kept in a :class:`BatchStore`
-(memory, then a spill file) until the part is read, then written file by file within a
-:class:`WriteGate`."""
+(memory within the run's :class:`StoreBudget`, then a spill file) until the part is read, then
+written file by file within a :class:`WriteGate`; a part whose files were read in parallel
+has its files written from its units' rows joined in file order."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,26 +51,61 @@ class WriteGate:
                 self._changed.notify_all()
 
 
+class StoreBudget:
+    """Rows the stores of one run keep in memory, over all of them (the units of every part
+    and file being read at once, and those waiting for their part's other files): a batch that
+    would take them past ``limit`` bytes goes to its store's spill file."""
+
+    def __init__(self, limit: int):
+        self.limit = max(1, limit)
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        """Hold ``size`` more bytes if they fit within the limit; whether they did."""
+        with self._lock:
+            if self.held + size > self.limit:
+                return False
+            self.held += size
+            return True
+
+    def give_back(self, size: int) -> None:
+        with self._lock:
+            self.held -= size
+
+
 class OutputUnit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
     output (SYNTH), else grouped by output with one stable sort per batch and kept in a
-    :class:`BatchStore` (memory up to half the budget, then one spill-file message per
-    group) until :meth:`finish` writes the files, each from its groups and closed at once.
+    :class:`BatchStore` (memory within ``store_budget``, shared by the run's units, then
+    one spill-file message per group) until :meth:`finish` writes the files, each from its
+    groups and closed at once.
     Memory then holds about one output's row group per thread, whatever the number of
-    outputs (FLAN's thousands of tasks) and of rows."""
+    outputs (FLAN's thousands of tasks) and of rows.
+
+    A unit reading a later file of a part (``write_through`` False) keeps every row in its
+    store, grouped per output, for the part's first unit to write after its own rows
+    (:meth:`finish` with ``later``)."""
 
     def __init__(
-        self, spec: SourceSpec, outputs: CleanedOutputs, budget: int, gate: WriteGate | None
+        self,
+        spec: SourceSpec,
+        outputs: CleanedOutputs,
+        budget: int,
+        gate: WriteGate | None,
+        store_budget: StoreBudget | None = None,
+        write_through: bool = True,
     ):
         self.spec = spec
         self.outputs = outputs
         self.gate = gate or WriteGate(budget)
+        self.write_through = write_through
         # outputs written through -> their text since they were opened
         self.direct: dict[str, int] = {}
         # For the writers written through (SYNTH's), or else for the store (FLAN's groups).
         self.budget = BufferBudget(max(1, budget))
         self.store: BatchStore | None = None
-        self.store_budget = max(1, budget)
+        self.store_budget = store_budget or StoreBudget(budget)
         # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
         self.pieces: dict[str, list[tuple[object, int]]] = {}
         # route -> the checked output path, for the batches of these parts
@@ -78,6 +115,10 @@ class OutputUnit:
         return self
 
     def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the store (its memory and spill file); the unit takes no more rows."""
         if self.store is not None:
             self.store.close()
 
@@ -85,7 +126,8 @@ class OutputUnit:
         import numpy as np
 
         present = np.unique(codes)
-        if len(present) == 1 and not self.pieces:
+        through = self.write_through and not self.pieces
+        if through and len(present) == 1:
             # One output: write through (its writer buffers up to a row group, within budget).
             relative, file_report = files[int(present[0])], reports[int(present[0])]
             text = int(_text_lengths(rows).sum())
@@ -93,7 +135,7 @@ class OutputUnit:
             self.direct[relative] = self.direct.get(relative, 0) + text
             _account(file_report, rows)
             return
-        if not self.pieces and all(self.outputs.is_open(files[int(code)]) for code in present):
+        if through and all(self.outputs.is_open(files[int(code)]) for code in present):
             # Every output here has its streaming writer open (static outputs, such as
             # OpenMathInstruct-2's cot and direct): each group goes straight to its writer,
             # which spills a large row group itself; storing the rows would spill them twice.
@@ -114,8 +156,11 @@ class OutputUnit:
         if self.store is None:
             first = self.outputs.out_root / files[int(codes[0])]
             self.store = BatchStore(first, self.store_budget)
-        order = np.argsort(codes, kind="stable")
-        grouped = rows.take(index_array(order))
+        if len(present) == 1:  # one group already (a later file's unit): no sort, no copy
+            grouped, grouped_codes = rows, codes
+        else:
+            order = np.argsort(codes, kind="stable")
+            grouped, grouped_codes = rows.take(index_array(order)), codes[order]
         lengths = _text_lengths(grouped)
         ends = np.cumsum(lengths)
         counts = np.bincount(codes, minlength=len(files))
@@ -131,7 +176,7 @@ class OutputUnit:
         conditions = grouped.column("condition").combine_chunks().dictionary_encode()
         names = conditions.dictionary.to_pylist()
         pairs = np.bincount(
-            codes[order] * len(names) + integers(conditions.indices),
+            grouped_codes * len(names) + integers(conditions.indices),
             minlength=len(files) * len(names),
         ).reshape(len(files), len(names))
         for (code, start, count, text), key in zip(groups, keys, strict=True):
@@ -143,37 +188,49 @@ class OutputUnit:
             if len(file_report.preview) < PREVIEW_ROWS:
                 _preview(file_report, grouped.slice(start, count))
 
-    def finish(self, threads: int = 1) -> None:
+    def finish(self, threads: int = 1, later: Sequence[OutputUnit] = ()) -> None:
         """Write every stored output and finish every file of the unit, ``threads`` files at
-        a time (the bytes of a file never depend on the others) within the write gate."""
+        a time (the bytes of a file never depend on the others) within the write gate.
+
+        ``later``: the units of the part's later files, read in parallel with this one; each
+        output gets this unit's rows (written through, then stored), then theirs in file
+        order, as if one unit had read the files one after the other."""
         import pyarrow as pa
 
         # The rows are in the store already: their writer buffers them up to a row group
         # instead of spilling them a second time.
         unbounded = BufferBudget(1 << 62)
 
-        def write(item: tuple[str, list[tuple[object, int]]]) -> None:
+        def write(item: tuple[str, list[tuple[BatchStore, object, int]]]) -> None:
             relative, pieces = item
-            text = self.direct.get(relative, 0) + sum(p[1] for p in pieces)
+            direct = self.direct.get(relative, 0)
+            text = direct + sum(p[2] for p in pieces)
             # Rows written through are held by their writer only up to a large row group's
             # threshold (past it, in its spill file): what it holds counts, not their text.
-            held = text - self.direct.get(relative, 0)
+            held = text - direct
             held += getattr(self.outputs.writers.get(relative), "buffered", 0)
             with self.gate.hold(held):
-                rows = sum(BatchStore.row_count(key) for key, _ in pieces)
+                rows = sum(BatchStore.row_count(key) for _, key, _ in pieces)
                 if self._whole_file(relative, rows, text):
                     # Most task files: one table, one call, no streaming writer.
-                    tables = [self.store.rows(key) for key, _ in pieces]
+                    tables = [store.rows(key) for store, key, _ in pieces]
                     table = pa.concat_tables(tables).combine_chunks()
                     self.outputs.write_whole(relative, table)
                     return
                 writer = self.outputs.writer(relative, unbounded)
-                for key, text in pieces:
-                    writer.write_batch(self.store.rows(key), text)
+                for store, key, piece_text in pieces:
+                    writer.write_batch(store.rows(key), piece_text)
                 self.outputs.close(relative)
 
-        items, self.pieces = list(self.pieces.items()), {}
-        items += [(relative, []) for relative in self.direct if relative not in dict(items)]
+        joined: dict[str, list[tuple[BatchStore, object, int]]] = {}
+        for unit in (self, *later):
+            for relative, pieces in unit.pieces.items():
+                joined.setdefault(relative, []).extend(
+                    (unit.store, key, text) for key, text in pieces
+                )
+            unit.pieces = {}
+        items = list(joined.items())
+        items += [(relative, []) for relative in self.direct if relative not in joined]
         if threads == 1 or len(items) < 2:
             for item in items:
                 write(item)
@@ -216,16 +273,16 @@ def _text_lengths(rows: pa.Table) -> np.ndarray:
 
 class BatchStore:
     """Groups of rows kept for a second pass. A grouped batch stays in memory while the
-    store holds less than ``limit`` bytes; beyond, each of its groups is appended to a spill
-    file (named as a temporary of one of the outputs) as one Arrow IPC record batch message,
+    run's stores hold less than ``budget``'s limit; beyond, each of its groups is appended to
+    a spill file (named as a temporary of one of the outputs) as one Arrow IPC record batch message,
     and read back alone (one positioned read into memory, freed once written), so that the
     second pass holds one output's rows at a time and no mapped file pages."""
 
-    def __init__(self, output: Path, limit: int):
+    def __init__(self, output: Path, budget: StoreBudget):
         # The spill file is named as a temporary of ``output``, so that the next run of the
         # source removes it if this one dies (hrm_assets.cleaning.leftovers).
         self.output = Path(output)
-        self.limit = limit
+        self.budget = budget
         self.held = 0
         self.in_memory: list[pa.Table] = []
         self.path: Path | None = None
@@ -240,7 +297,7 @@ class BatchStore:
         """Keep ``table``'s row ranges ``groups`` (start, count); one key per range."""
         import pyarrow as pa
 
-        if self.held + table.nbytes <= self.limit:
+        if self.budget.take(table.nbytes):
             self.in_memory.append(table)
             self.held += table.nbytes
             index = len(self.in_memory) - 1
@@ -291,6 +348,8 @@ class BatchStore:
 
     def close(self) -> None:
         self.in_memory = []
+        self.budget.give_back(self.held)
+        self.held = 0
         for handle in (self._stream, self._sink, self._file, self._source):
             if handle is not None:
                 with contextlib.suppress(OSError, ValueError):
