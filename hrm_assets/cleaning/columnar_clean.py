@@ -240,13 +240,13 @@ class _FileUnit:
 
 
 def _file_units(spec: SourceSpec, parts: list[tuple[str, list[Path]]]) -> list[list[_FileUnit]]:
-    """The units of each part: one per file of a part with several files, where the rule
-    counts a file's records (the later files' locators count the part's records before
-    them); a part whose files it cannot count is one unit, read file after file."""
+    """The units of each part: one per file of a part with several files when
+    :func:`files_in_parallel` and the rule counts a file's records (the later files' locators
+    count the part's records before them); else one unit, reading the files one by one."""
     rule = spec.columnar
     by_part = []
     for part, files in parts:
-        if len(files) < 2 or rule.count_rows is None:
+        if len(files) < 2 or rule.count_rows is None or not files_in_parallel(spec):
             by_part.append([_FileUnit(part, files)])
             continue
         try:
@@ -265,6 +265,16 @@ def _file_units(spec: SourceSpec, parts: list[tuple[str, list[Path]]]) -> list[l
             sibling.siblings = siblings
         by_part.append(siblings)
     return by_part
+
+
+def files_in_parallel(spec: SourceSpec) -> bool:
+    """Whether the files of a part are read in parallel: where its rows are routed per row to
+    many files (FLAN's and tasksource's tasks), which a part's first file keeps in a store
+    too. Rows going through open writers (OpenMathInstruct-2's two files, GSM8K's one) would be
+    spilled twice, by the later file's store and again by the writer of the row group they
+    join, for a finish that stays on one thread (measured slower: docs/BENCHMARKS-cleaning.md,
+    "Follow-up: a part's files in parallel")."""
+    return spec.route is not None and not spec.one_output_per_part
 
 
 def _joined_report(units: list[_FileUnit]) -> CleaningReport:

@@ -29,9 +29,12 @@ FLAN_SUBSETS = ("flan_fsopt_data", "niv2_zsopt_data", "cot_fsopt_data")
 
 @pytest.fixture
 def joined_parts(monkeypatch) -> list[int]:
-    """Small batches, and the number of later-file units joined by each part's finish (the
-    parallel path taken: at two threads a part of two files has one)."""
+    """Small batches, files read in parallel whatever the source's outputs (the engine keeps
+    OpenMathInstruct-2's and GSM8K's serial, but a routed source's first file may write
+    through too), and the number of later-file units joined by each part's finish (at two
+    threads a part of two files has one)."""
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
+    monkeypatch.setattr(columnar_clean, "files_in_parallel", lambda spec: True)
     joined: list[int] = []
     finish = OutputUnit.finish
 
@@ -109,6 +112,24 @@ def test_flan_part_files_in_parallel(tmp_path, monkeypatch, joined_parts, budget
         part, number = example.raw.split("#")
         assert int(number) > first_rows[part]  # located over the part, in its second file
     assert one.records_read == sum(first_rows.values()) + 3 * 2000
+
+
+def test_flan_first_file_written_through_then_joined(tmp_path, joined_parts):
+    # The first file's first batches have one task: written through its writer, which the
+    # part's finish then gives the first file's stored rows and the second file's.
+    raw = tmp_path / "raw"
+    rng = random.Random(8)
+    for shard in range(2):
+        records = flan_records(rng, 2500, tasks=6)
+        if shard == 0:
+            for record in records[:1200]:
+                record["_task_name"] = "task0:v/e"
+        path = raw / "FLAN" / "flan_fsopt_data" / f"part.{shard}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(records), path, row_group_size=700)
+    one = cleaned_by_engine_and_row_path(get_source("flan"), raw, tmp_path)
+    assert joined_parts.count(1) == 1
+    assert one.files["flan/flan_fsopt_data__task0_v_e.parquet"].rows > 1200
 
 
 def test_openmathinstruct2_static_writers_join_in_file_order(tmp_path, joined_parts):
