@@ -341,7 +341,7 @@ def json_lines(
 def gsm8k_rows(
     question: tuple[Buffer, Buffer, Buffer | None, int],
     answer: tuple[Buffer, Buffer, Buffer | None, int],
-) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+) -> tuple[bytes, bytes | None, bytes | None, bytes, bytes, bytes, bytes, bytes]:
     """GSM8K's rule on a batch's ``question`` and ``answer`` columns, each the buffers of an
     Arrow ``string`` array: (C-contiguous int32 offsets, rows + 1; the data; the validity
     bitmap or None; the bitmap's bit of row 0), in one pass without the GIL. A record gives the
@@ -350,8 +350,10 @@ def gsm8k_rows(
     is skipped with its number of pieces. Returns ``(records, instruction_offsets,
     instructions, response_offsets, responses, malformed, bad_answers, pieces)``: positions
     in the batch and piece counts as int64 bytes, the two columns' Arrow ``string`` buffers
-    (int32 offsets, data). Text that is not UTF-8 is kept (stripping stops at it); buffers
-    that are not one Arrow array raise ValueError."""
+    (int32 offsets, data), the instruction's None when every record gives its row and keeps
+    its whole question (the question column is the instruction column). Text that is not
+    UTF-8 is kept (stripping stops at it); buffers that are not one Arrow array raise
+    ValueError."""
 
 def question_answer_lines(
     block: bytes,

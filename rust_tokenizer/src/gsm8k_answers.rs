@@ -86,6 +86,9 @@ pub struct Gsm8kRows {
     pub bad_answers: Vec<i64>,
     /// The number of pieces of each of `bad_answers`.
     pub pieces: Vec<i64>,
+    /// Every record gives a row and no question loses a character to the strip: the
+    /// instruction column is the question column as it is, no copy needed.
+    pub questions_unchanged: bool,
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -189,6 +192,7 @@ pub fn gsm8k_rows(question: &StringColumn, answer: &StringColumn) -> Result<Gsm8
         responses: Vec::with_capacity(rows),
         ..Gsm8kRows::default()
     };
+    let mut unchanged = true;
     for row in 0..rows {
         let position = row as i64;
         if answer.is_null(row) {
@@ -206,12 +210,15 @@ pub fn gsm8k_rows(question: &StringColumn, answer: &StringColumn) -> Result<Gsm8
             out.malformed.push(position);
             continue;
         }
+        let whole = question.range(row);
+        let instruction = stripped(question.data, whole.clone());
+        unchanged &= instruction == whole;
         out.records.push(position);
-        out.instructions
-            .push(stripped(question.data, question.range(row)));
+        out.instructions.push(instruction);
         out.responses
             .push(stripped(answer.data, text.start + last..text.end));
     }
+    out.questions_unchanged = unchanged && out.records.len() == rows;
     Ok(out)
 }
 
@@ -402,6 +409,38 @@ mod tests {
         assert_eq!(&q_data[rows.instructions[0].clone()], b"\xff q \xe2\x80");
         // U+2028 is stripped; the stray continuation byte before it is not.
         assert_eq!(&a_data[rows.responses[0].clone()], b"\x80");
+    }
+
+    #[test]
+    fn questions_are_unchanged_only_when_every_record_keeps_all_of_its_question() {
+        let unchanged = |questions: &[Option<&[u8]>], answers: &[Option<&[u8]>]| {
+            let (q_offsets, q_data, q_bits) = buffers(questions);
+            let (a_offsets, a_data, a_bits) = buffers(answers);
+            let column = |offsets, data, bits| StringColumn {
+                offsets,
+                data,
+                validity: Some(Validity { bits, offset: 0 }),
+            };
+            gsm8k_rows(
+                &column(&q_offsets, &q_data, &q_bits),
+                &column(&a_offsets, &a_data, &a_bits),
+            )
+            .unwrap()
+            .questions_unchanged
+        };
+        let two: &[Option<&[u8]>] = &[Some(b"#### 1"), Some(b" #### 2 ")];
+        assert!(unchanged(&[Some(b"q?"), Some(b"")], two));
+        assert!(unchanged(&[], &[]));
+        assert!(!unchanged(&[Some(b"q?"), Some(b"q\xc2\xa0")], two));
+        assert!(!unchanged(&[Some(b"q?"), None], two));
+        assert!(!unchanged(
+            &[Some(b"q?"), Some(b"q")],
+            &[Some(b"#### 1"), Some(b"2")]
+        ));
+        assert!(!unchanged(
+            &[Some(b"q?"), Some(b"q")],
+            &[Some(b"#### 1"), None]
+        ));
     }
 
     #[test]

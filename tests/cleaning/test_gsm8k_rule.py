@@ -175,3 +175,29 @@ def test_text_that_is_not_utf8_is_named_by_file_row_and_field(tmp_path, question
 def test_bytes_that_are_not_utf8_before_the_separator_are_not_in_the_row():
     batch = _with_bad_bytes(b" q ", b"\xff\xfe w #### 3 ", 0, rows=1).to_batches()[0]
     assert _outcomes_on_columns(batch) == [("row", "q", "3")]
+
+
+def test_questions_every_record_keeps_whole_are_the_instruction_column(tmp_path, monkeypatch):
+    records = [(f"Q{i} é {'?' * (1 + i % 3)}", f"w {i}\n#### {i} ") for i in range(700)]
+    batch = _batch(records)
+    for sliced in (batch, batch.slice(5, 300)):
+        cleaned = clean_gsm8k_batch(sliced, "main")
+        # No copy: the batch's own question array.
+        assert cleaned.rows.column("instruction").chunk(0).buffers() == sliced.column(0).buffers()
+        assert (
+            _outcomes_on_columns(sliced)
+            == [_outcome(*record) for record in records][
+                sliced.column(0).offset : sliced.column(0).offset + sliced.num_rows
+            ]
+        )
+    # One question the strip shortens, or one record skipped: the column is built.
+    for changed in [("Q ", "#### 1"), ("Q", "1")]:
+        cleaned = clean_gsm8k_batch(_batch([*records[:3], changed]), "main")
+        assert cleaned.rows.column("instruction").chunk(0).buffers() != batch.column(0).buffers()
+    folder = tmp_path / "raw" / "openai" / "gsm8k" / "main"
+    folder.mkdir(parents=True)
+    table = pa.Table.from_pylist([{"question": q, "answer": a} for q, a in records])
+    pq.write_table(table, folder / "train-00000-of-00001.parquet", row_group_size=250)
+    monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 300)
+    report = cleaned_by_engine_and_row_path(get_source("gsm8k_train"), tmp_path / "raw", tmp_path)
+    assert report.rows_written == len(records) and not report.skipped

@@ -59,6 +59,8 @@ def clean_gsm8k_batch(batch, part: str) -> CleanedBatch:
     records, *columns, malformed, bad, pieces = gsm8k_rows(
         string_buffers(question), string_buffers(answer)
     )
+    # None: every record gives its row and keeps its whole question, the instruction column.
+    instruction = question if columns[0] is None else string_array_of(*columns[:2])
     records = np.frombuffer(records, dtype=np.int64)
     bad, pieces = np.frombuffer(bad, dtype=np.int64), np.frombuffer(pieces, dtype=np.int64)
     output = GSM8K_TRAIN.output
@@ -73,7 +75,7 @@ def clean_gsm8k_batch(batch, part: str) -> CleanedBatch:
     return CleanedBatch(
         rows=rows_table(
             constant("direct", len(records)),
-            string_array_of(*columns[:2]),
+            instruction,
             string_array_of(*columns[2:]),
         ),
         records=records,

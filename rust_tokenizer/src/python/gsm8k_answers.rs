@@ -82,7 +82,9 @@ fn string_column<'py>(
 /// malformed; another answer is skipped with its number of pieces. Returns `(records,
 /// instruction_offsets, instructions, response_offsets, responses, malformed, bad_answers,
 /// pieces)`: positions in the batch and counts as int64 bytes, the two columns as Arrow `string`
-/// buffers (int32 offsets, data). Buffers that are not one Arrow array are a ValueError.
+/// buffers (int32 offsets, data); the instruction's are None when every record gives its row
+/// and the strip leaves every question whole (the question column is the instruction column).
+/// Buffers that are not one Arrow array are a ValueError.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn gsm8k_rows<'py>(
@@ -91,8 +93,8 @@ fn gsm8k_rows<'py>(
     answer: ColumnBuffers,
 ) -> PyResult<(
     Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
@@ -103,8 +105,12 @@ fn gsm8k_rows<'py>(
     let rows = py
         .detach(|| core_gsm8k_rows(&questions, &answers))
         .map_err(PyValueError::new_err)?;
-    let (instruction_offsets, instructions) =
-        string_column(py, questions.data, &rows.instructions)?;
+    let (instruction_offsets, instructions) = if rows.questions_unchanged {
+        (None, None)
+    } else {
+        let (offsets, text) = string_column(py, questions.data, &rows.instructions)?;
+        (Some(offsets), Some(text))
+    };
     let (response_offsets, responses) = string_column(py, answers.data, &rows.responses)?;
     Ok((
         int64_bytes(py, &rows.records)?,
