@@ -112,13 +112,13 @@ def clean_synth(record: Record, part: str) -> Iterator[Row]:
 
 def clean_synth_batch(batch, part: str) -> CleanedBatch:
     """:func:`clean_synth` on a record batch, as column kernels (data_io's polars plan): the
-    filter first, then the texts of the rows it keeps only."""
+    filter first, then the texts of the rows it keeps only (not copied when they are one run
+    of the batch and none is ``rag``)."""
     import numpy as np
     import pyarrow.compute as pc
 
     from hrm_assets.cleaning.arrow_buffers import (
         boolean_array,
-        index_array,
         null_flags,
         string_array,
         string_scalar,
@@ -135,13 +135,16 @@ def clean_synth_batch(batch, part: str) -> CleanedBatch:
         pc.not_equal(text(batch.column("exercise")), string_scalar("cooking")),
     )
     chosen = np.flatnonzero(true_flags(wanted) & ~filter_nulls)
-    kept = batch.take(index_array(chosen))
+    kept = _rows_at(batch, chosen)
     exercise = text(kept.column("exercise"))
     query, answer = text(kept.column("query")), text(kept.column("synthetic_answer"))
     # instruction: query + constraints for rag, else query; null when a part it uses is null.
     rag = pc.equal(exercise, string_scalar("rag"))
-    suffix = pc.if_else(rag, text(kept.column("constraints")), string_scalar(""))
-    instruction = pc.binary_join_element_wise(query, suffix, string_scalar(""))
+    if rag.true_count:
+        suffix = pc.if_else(rag, text(kept.column("constraints")), string_scalar(""))
+        instruction = pc.binary_join_element_wise(query, suffix, string_scalar(""))
+    else:  # no rag row: the queries themselves, not a copy
+        instruction = query
     null_text = null_flags(instruction) | null_flags(answer)
     names = exercise.dictionary_encode()
     conditions = string_array(
@@ -172,6 +175,16 @@ def clean_synth_batch(batch, part: str) -> CleanedBatch:
             ),
         ],
     )
+
+
+def _rows_at(batch, rows):
+    """The rows of ``batch`` at ``rows`` (ascending positions): a zero-copy slice when they
+    are one run (every row of a batch the filter keeps whole), else a copy (``take``)."""
+    from hrm_assets.cleaning.arrow_buffers import index_array
+
+    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        return batch.slice(int(rows[0]), len(rows))
+    return batch.take(index_array(rows))
 
 
 SYNTH_COLUMNAR = ColumnarRule(
