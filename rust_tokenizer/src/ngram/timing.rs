@@ -2,7 +2,11 @@
 //! `HRM_NGRAM_TIMING_FILE=<cleaned file> cargo test --release ngram::timing -- --ignored
 //! --nocapture`, the index of `$HRM_REAL_RAW`'s GSM8K and MATH test rows. Prints MB/s and ns a
 //! word of the normalization, the duplicate key and the whole row scan; asserts nothing about
-//! time (the machine is shared), only that the passes agree with each other.
+//! time (the machine is shared), only that the passes agree with each other. With
+//! `HRM_NGRAM_TIMING_TOKENIZER=<tokenizer.json>` (data_io's family and framing tokens, as the
+//! contamination bench trains it) it also times the fast encoder's framing of the rows alone
+//! and followed by both passes ([`RowObserver::observe`]), interleaved, on a one-thread pool:
+//! what the passes add to tokenization's CPU time, with the encoder's tables in the caches.
 
 use std::path::PathBuf;
 
@@ -10,6 +14,9 @@ use super::duplicates::row_key;
 use super::files::scan_row;
 use super::index::{NgramIndex, Scratch, DEFAULT_MIN_WORDS, DEFAULT_N};
 use super::normalize::for_each_word;
+use super::observe::{FileObservation, RowObserver};
+use crate::tokenize::encode::{Encoder, Engine};
+use crate::tokenize::frame::FramingSpec;
 use crate::tokenize::read::{Row, RowReader};
 
 fn eval_index(raw: &std::path::Path) -> NgramIndex {
@@ -117,4 +124,76 @@ fn per_word_cost_on_a_cleaned_file() {
     report("normalize", normalize);
     report("row_key", keys);
     report("scan_row", scan);
+    if let Some(tokenizer) = std::env::var_os("HRM_NGRAM_TIMING_TOKENIZER") {
+        time_the_encoder(&PathBuf::from(tokenizer), &index, &rows, words, report);
+    }
+}
+
+/// The fast encoder's framing of `rows` alone and followed by both passes
+/// ([`RowObserver::observe`]), interleaved, each the best of five runs on a one-thread pool.
+fn time_the_encoder(
+    tokenizer: &std::path::Path,
+    index: &NgramIndex,
+    rows: &[Row],
+    words: usize,
+    report: impl Fn(&str, f64),
+) {
+    let conditions = [
+        ("direct", "<|object_ref_start|>"),
+        ("cot", "<|object_ref_end|>"),
+        ("noisy", "<|quad_start|>"),
+        ("synth", "<|quad_end|>"),
+    ];
+    let spec = FramingSpec {
+        boq: "<|im_start|>".into(),
+        eoq: "<|im_end|>".into(),
+        eoa: "<|box_end|>".into(),
+        conditions: conditions
+            .iter()
+            .map(|(tag, token)| (tag.to_string(), token.to_string()))
+            .collect(),
+    };
+    let encoder = Encoder::from_file(tokenizer, &spec).unwrap();
+    assert_eq!(encoder.engine(), Engine::Fast);
+    let observer = RowObserver {
+        index: Some(index),
+        label: serde_json::Value::Null,
+        max_span_chars: 300,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let path = std::path::Path::new("timing");
+    let batches: Vec<&[Row]> = rows.chunks(4096).collect();
+    let (mut alone, mut observed) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..5 {
+        let (seconds, _) = pool.install(|| {
+            best_of(1, || {
+                for batch in &batches {
+                    std::hint::black_box(encoder.frame_batch(path, batch, 0).unwrap());
+                }
+            })
+        });
+        alone = alone.min(seconds);
+        let (seconds, seen) = pool.install(|| {
+            best_of(1, || {
+                let mut seen = FileObservation::default();
+                for batch in &batches {
+                    std::hint::black_box(encoder.frame_batch(path, batch, 0).unwrap());
+                    observer.observe(batch, &mut seen);
+                }
+                seen
+            })
+        });
+        observed = observed.min(seconds);
+        assert_eq!(seen.rows, rows.len() as u64);
+    }
+    report("encode", alone);
+    report("+ passes", observed);
+    eprintln!(
+        "the passes beside the encoder: {:.2} ns/word, {:.0}% of its time",
+        (observed - alone) * 1e9 / words as f64,
+        100.0 * (observed - alone) / alone,
+    );
 }
