@@ -173,6 +173,25 @@ pub fn stripped(text: &[u8], range: Range<usize>) -> Range<usize> {
     start..end
 }
 
+/// How many records ahead the pass asks for the bytes it reads first (both ends of a question,
+/// the start of an answer): the columns were decoded a while ago, out of the cache, and a
+/// question is read only at its two ends, a pattern the hardware does not prefetch.
+const PREFETCH_ROWS: usize = 8;
+
+/// Ask the CPU to bring the cache line of `data[at]` in (nothing if `at` is outside `data`).
+fn prefetch(data: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < data.len() {
+        // SAFETY: a prefetch only hints the cache; the address is inside `data`.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(at).cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
+
 /// GSM8K's rule on one batch's `question` and `answer` columns. An error: the columns are not
 /// Arrow string arrays of the same length.
 pub fn gsm8k_rows(question: &StringColumn, answer: &StringColumn) -> Result<Gsm8kRows, String> {
@@ -194,6 +213,12 @@ pub fn gsm8k_rows(question: &StringColumn, answer: &StringColumn) -> Result<Gsm8
     };
     let mut unchanged = true;
     for row in 0..rows {
+        if row + PREFETCH_ROWS < rows {
+            let ahead = question.range(row + PREFETCH_ROWS);
+            prefetch(question.data, ahead.start);
+            prefetch(question.data, ahead.end.wrapping_sub(1));
+            prefetch(answer.data, answer.range(row + PREFETCH_ROWS).start);
+        }
         let position = row as i64;
         if answer.is_null(row) {
             out.malformed.push(position);
