@@ -164,23 +164,26 @@ class Scanner:
         if duplicates is not None:
             duplicates.record_file(source, rows, repeated)
             scan.duplicate_rows = [row for row, _ in repeated]
+        # Counted by set number, then named: a file's hits are tens of thousands when its rows
+        # copy an evaluation set, and only the first few become examples.
         hits_by_set: Counter[str] = Counter()
-        for row, field_number, number, item, _start, _end, windows, span in hits:
+        for number, count in Counter(hit[2] for hit in hits).items():
+            hits_by_set[self.eval_sets[number].spec.name] += count
+        scan.hit_rows.extend(hit[0] for hit in hits)
+        for hit in hits[: self.max_examples]:
+            row, field_number, number, item, _start, _end, windows, span = hit
             loaded = self.eval_sets[number]
-            hits_by_set[loaded.spec.name] += 1
-            scan.hit_rows.append(row)
-            if len(result.examples) < self.max_examples:
-                result.examples.append(
-                    Example(
-                        row=row,
-                        field=TEXT_FIELDS[field_number],
-                        eval_set=loaded.spec.name,
-                        eval_item=item,
-                        span=span,
-                        eval_text=loaded.shown(item)[:SHOWN_CHARS],
-                        windows=windows,
-                    )
+            result.examples.append(
+                Example(
+                    row=row,
+                    field=TEXT_FIELDS[field_number],
+                    eval_set=loaded.spec.name,
+                    eval_item=item,
+                    span=span,
+                    eval_text=loaded.shown(item)[:SHOWN_CHARS],
+                    windows=windows,
                 )
+            )
         result.rows = rows
         result.rows_hit = len(scan.hit_rows)
         result.hits_by_set = dict(sorted(hits_by_set.items()))

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from hrm_assets import _core
 
 SCAN_FILE: str = _core.SCAN_SIDECAR_FILE
@@ -80,7 +82,8 @@ def read_sidecar(folder: Path) -> Sidecar | None:
     another format)."""
     folder = Path(folder)
     try:
-        data = json.loads((folder / SCAN_FILE).read_bytes())
+        # orjson: a sidecar holds every hit with its span, megabytes where rows copy a set.
+        data = orjson.loads((folder / SCAN_FILE).read_bytes())
         keys_size = (folder / KEYS_FILE).stat().st_size
     except (OSError, ValueError):
         return None
