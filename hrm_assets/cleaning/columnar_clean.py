@@ -198,9 +198,12 @@ def clean_parts_columnar(
             for item in work:
                 one(item)
         else:
-            # Largest file first, so that the last ones to be read are small and both cores
-            # stay busy to the end; a part is finished by the thread reading its last file.
-            order = sorted(work, key=lambda item: -item.size)
+            # Largest part first, so that the last units to be read are small and both cores
+            # stay busy to the end; a part's files one after the other, so that few parts
+            # wait for their last file (and hold the stores' memory) at once. A part is
+            # finished by the thread that reads its last file.
+            largest = sorted(by_part, key=lambda siblings: -sum(s.size for s in siblings))
+            order = [item for siblings in largest for item in siblings]
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clean") as pool:
                 futures = {id(item): pool.submit(one, item) for item in order}
                 try:
