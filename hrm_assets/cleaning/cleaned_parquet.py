@@ -252,7 +252,10 @@ class ParquetRowWriter:
         self._budget = budget
         self._group = group
         self._pending: list[list[str]] = [[] for _ in self.columns]
-        self._batches: list[pa.RecordBatch] = []
+        # The row group's rows in order, as (where, batch): "memory" (counted in buffered),
+        # "spilled" (batch None: the next one of the spill stream) or "mapped" (read from an
+        # appended segment's spill file, which stays mapped until its rows are written).
+        self._batches: list[tuple[str, pa.RecordBatch | None]] = []
         self._group_rows = 0
         self._chunk_bytes = [0] * len(self.columns)  # text in each column's open Arrow chunk
         # The spill file of the row group being buffered: one IPC stream, open while rows
@@ -263,6 +266,8 @@ class ParquetRowWriter:
         self._spilled_bytes = 0
         self._stack = contextlib.ExitStack()
         self._mapped: list[MappedFile] = []  # while a row group is written
+        self._segment_files: list[tuple[MappedFile, Path]] = []  # appended, not all written
+        self._appending: MappedFile | None = None
         self._writer: pq.ParquetWriter | None = None
         self._schema: pa.Schema | None = None
 
@@ -271,6 +276,7 @@ class ParquetRowWriter:
 
         self._schema = pa.schema([(name, pa.string()) for name in self.columns])
         self._stack.callback(self._remove_spill_file)
+        self._stack.callback(self._release_segment_files, everything=True)
         if self._budget is not None:
             self._budget.writers[id(self)] = self
         return self
@@ -333,7 +339,7 @@ class ParquetRowWriter:
                 take = min(whole.num_rows - offset, self._row_group_rows - self._group_rows)
                 piece = whole.slice(offset, take)
                 self._seal()  # rows written one by one before this batch come first
-                self._batches.append(piece)
+                self._batches.append(("memory", piece))
                 if text_bytes is not None and take == whole.num_rows:
                     size = text_bytes
                 else:
@@ -361,7 +367,7 @@ class ParquetRowWriter:
         import pyarrow as pa
 
         arrays = [pa.array(values, type=pa.string()) for values in self._pending]
-        self._batches.append(pa.record_batch(arrays, schema=self._schema))
+        self._batches.append(("memory", pa.record_batch(arrays, schema=self._schema)))
         self._pending = [[] for _ in self.columns]
 
     def spill(self) -> None:
@@ -369,7 +375,7 @@ class ParquetRowWriter:
         rest of the row group then follows each batch there (it is read back from the file
         when written, whatever stays in memory)."""
         self._seal()
-        if not self._batches:
+        if not any(where == "memory" for where, _ in self._batches):
             return
         import pyarrow as pa
 
@@ -381,11 +387,62 @@ class ParquetRowWriter:
             # A native file: a Python one would copy every buffer into a bytes object.
             self._spill_file = pa.OSFile(str(self._spill_path), mode="w")
             self._spill_stream = pa.ipc.new_stream(self._spill_file, self._schema)
-        for batch in self._batches:
-            self._spill_stream.write_batch(batch)
-        self._batches = []
+        for index, (where, batch) in enumerate(self._batches):
+            if where == "memory":
+                self._spill_stream.write_batch(batch)
+                self._batches[index] = ("spilled", None)
         self.spills += 1
         self._release_buffered()
+
+    def append_segment(self, segment: ParquetSegment) -> None:
+        """Continue this writer's rows with ``segment``'s, in their order: the row groups,
+        pages and bytes are those of writing them here one by one. The segment's spilled rows
+        are read zero-copy from its spill file, which this writer takes over and keeps mapped
+        (never spilling them again) until the row groups holding them are written; its rows
+        in memory are written as :meth:`write_batch` writes them."""
+        import pyarrow as pa
+
+        if segment.columns != self.columns:
+            raise ValueError(f"a segment of columns {segment.columns} continues {self.columns}")
+        spill, memory = segment.hand_over()
+        if spill is not None:
+            mapped = MappedFile(spill)
+            self._segment_files.append((mapped, spill))
+            self._appending = mapped
+            try:
+                for batch in pa.ipc.open_stream(mapped.buffer):
+                    self._add_mapped(batch)
+            finally:
+                self._appending = None
+            if not any(where == "mapped" for where, _ in self._batches):
+                self._release_segment_files()
+        for batch, text in memory:
+            self.write_batch(batch, text)
+
+    def _add_mapped(self, batch: pa.RecordBatch) -> None:
+        """Append rows read from a segment's mapped spill file, cut at row group ends."""
+        self._seal()
+        offset = 0
+        while offset < batch.num_rows:
+            take = min(batch.num_rows - offset, self._row_group_rows - self._group_rows)
+            self._batches.append(("mapped", batch.slice(offset, take)))
+            self.rows += take
+            self._group_rows += take
+            offset += take
+            if self._group_rows >= self._row_group_rows:
+                self.write_row_group()
+
+    def _release_segment_files(self, everything: bool = False) -> None:
+        """Unmap and remove the appended segments' spill files whose rows are all written
+        (all of them with ``everything``: the writer is closing)."""
+        keep = []
+        for mapped, path in self._segment_files:
+            if mapped is self._appending and not everything:
+                keep.append((mapped, path))
+                continue
+            mapped.close()
+            path.unlink(missing_ok=True)
+        self._segment_files = keep
 
     def _close_spill_stream(self) -> None:
         """End the row group's spill stream (its bytes start the spill file)."""
@@ -404,14 +461,14 @@ class ParquetRowWriter:
         self.buffered = 0
 
     def _buffered_table(self, mapped: MappedFile | None) -> pa.Table:
-        """The row group's buffered rows: the spilled ones read zero-copy from ``mapped``
-        (the spill file), then those in memory."""
+        """The row group's buffered rows in order: the spilled ones read zero-copy from
+        ``mapped`` (the spill file), the others as held."""
         import pyarrow as pa
 
-        batches = []
+        spilled = iter(())
         if mapped is not None:
-            batches.extend(pa.ipc.open_stream(mapped.buffer.slice(0, self._spilled_bytes)))
-        batches.extend(self._batches)
+            spilled = iter(pa.ipc.open_stream(mapped.buffer.slice(0, self._spilled_bytes)))
+        batches = [next(spilled) if batch is None else batch for _, batch in self._batches]
         return pa.Table.from_batches(batches, schema=self._schema)
 
     def write_row_group(self) -> None:
@@ -442,7 +499,7 @@ class ParquetRowWriter:
                 )
                 ends = [int(end) for end in itertools.accumulate(map(len, column.chunks))]
                 plans.append(piece_plan(table.num_rows, starts, ends))
-            if mapped is None:
+            if not self._mapped:
                 joined = [
                     [_joined(column, a, b) for a, b, copied in plan if copied]
                     for column, plan in zip(table.columns, plans, strict=True)
@@ -471,30 +528,42 @@ class ParquetRowWriter:
         self._batches = []
         self._remove_spill_file()
         self._release_buffered()
+        self._release_segment_files()
 
     def _mapped_spill(self, stack: contextlib.ExitStack) -> MappedFile | None:
         """The spill file mapped for this row group (None: nothing spilled); unmapped when
-        ``stack`` closes."""
+        ``stack`` closes. The appended segments' files this row group reads are listed in
+        :attr:`_mapped` too (their pages dropped while written), but stay mapped."""
         self._mapped = []
+        stack.callback(self._unmap)
+        if any(where == "mapped" for where, _ in self._batches):
+            self._mapped.extend(mapped for mapped, _ in self._segment_files)
         if not self._spilled_bytes:
             return None
         mapped = MappedFile(self._spill_path)
         self._mapped.append(mapped)
-        stack.callback(self._unmap)
         return mapped
 
     def _unmap(self) -> None:
         mapped, self._mapped = self._mapped, []
+        segments = [item for item, _ in self._segment_files]
         for item in mapped:
-            item.close()
+            if not any(item is segment for segment in segments):
+                item.close()
 
     def _spilled_joints(
         self, stack: contextlib.ExitStack, table: pa.Table, plans: list
     ) -> list[list[pa.Array]]:
         """The copied pieces of each column, written one at a time to the end of the spill
-        file (a stream of one-column batches per column) and read back mapped."""
+        file (a stream of one-column batches per column; a new one when the row group's
+        spilled rows are all an appended segment's) and read back mapped."""
         import pyarrow as pa
 
+        if self._spill_path is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._spill_path = create_temporary_file(
+                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
+            )
         segments = []
         schema = pa.schema([("piece", pa.string())])
         with pa.OSFile(str(self._spill_path), mode="a") as handle:
@@ -548,3 +617,128 @@ class ParquetRowWriter:
                 raise
         self._detach()
         return self._stack.__exit__(*exc_info)
+
+
+class ParquetSegment:
+    """Rows that continue a :class:`ParquetRowWriter`'s rows, gathered apart from it (a
+    later file of a part, read on another thread while the writer takes the earlier file's
+    rows) and handed to it by :meth:`ParquetRowWriter.append_segment`.
+
+    It only buffers: rows stay in memory as Arrow record batches until ``budget`` relieves
+    it or it holds more than ``large_row_group`` bytes of text, then they go to a spill file
+    named as a temporary of ``path`` (the output), one Arrow IPC stream, and every row after
+    them too. The writer that takes the segment over reads that file mapped, so a row is
+    spilled at most once. Closing a segment that was not handed over removes its file.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        columns: Sequence[str] = FIELDS,
+        budget: BufferBudget | None = None,
+        large_row_group: int = LARGE_ROW_GROUP_BYTES,
+    ):
+        if sorted(columns) != sorted(FIELDS):
+            raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.rows = 0
+        self.spills = 0
+        self.buffered = 0  # characters of text held in memory
+        self._budget = budget
+        self._large_row_group = large_row_group
+        self._memory: list[tuple[pa.RecordBatch, int]] = []  # (rows, their text bytes)
+        self._spill_path: Path | None = None
+        self._spill_file: pa.NativeFile | None = None
+        self._spill_stream: pa.ipc.RecordBatchStreamWriter | None = None
+        self._schema: pa.Schema | None = None
+
+    def __enter__(self) -> ParquetSegment:
+        import pyarrow as pa
+
+        self._schema = pa.schema([(name, pa.string()) for name in self.columns])
+        if self._budget is not None:
+            self._budget.writers[id(self)] = self
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def write_batch(self, batch: pa.RecordBatch | pa.Table, text_bytes: int | None = None) -> None:
+        """Append rows given as Arrow columns named after the row fields (any order, string
+        or large string), as :meth:`ParquetRowWriter.write_batch` takes them."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(batch, pa.Table):
+            batches = batch.combine_chunks().to_batches()
+        else:
+            batches = [batch]
+        for whole in batches:
+            columns = [whole.column(name) for name in self.columns]
+            columns = [c if c.type == pa.string() else c.cast(pa.string()) for c in columns]
+            whole = pa.record_batch(columns, schema=self._schema)
+            if text_bytes is not None and len(batches) == 1:
+                size = text_bytes
+            else:
+                size = sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in whole.columns)
+            self._memory.append((whole, size))
+            self.rows += whole.num_rows
+            self.buffered += size
+            if self._budget is not None:
+                self._budget.used += size
+            if self._spill_stream is not None or self.buffered > self._large_row_group:
+                self.spill()
+            if self._budget is not None and self._budget.used > self._budget.limit:
+                self._budget.relieve()
+
+    def spill(self) -> None:
+        """Move the rows held in memory to the end of the spill file."""
+        if not self._memory:
+            return
+        import pyarrow as pa
+
+        if self._spill_stream is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._spill_path = create_temporary_file(
+                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
+            )
+            self._spill_file = pa.OSFile(str(self._spill_path), mode="w")
+            self._spill_stream = pa.ipc.new_stream(self._spill_file, self._schema)
+        for batch, _ in self._memory:
+            self._spill_stream.write_batch(batch)
+        self._memory = []
+        self.spills += 1
+        self._release_buffered()
+
+    def hand_over(self) -> tuple[Path | None, list[tuple[pa.RecordBatch, int]]]:
+        """The spill file, complete (None: nothing spilled), which the caller now owns, then
+        the rows still in memory with their text bytes; the segment is left empty."""
+        if self._spill_stream is not None:
+            self._spill_stream.close()
+            self._spill_file.close()
+            self._spill_stream = self._spill_file = None
+        spill, self._spill_path = self._spill_path, None
+        memory, self._memory = self._memory, []
+        self._release_buffered()
+        return spill, memory
+
+    def close(self) -> None:
+        """Drop the rows not handed over (their spill file removed); leave the budget."""
+        self._memory = []
+        self._release_buffered()
+        if self._budget is not None:
+            self._budget.writers.pop(id(self), None)
+        for handle in (self._spill_stream, self._spill_file):
+            if handle is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    handle.close()
+        self._spill_stream = self._spill_file = None
+        if self._spill_path is not None:
+            self._spill_path.unlink(missing_ok=True)
+            self._spill_path = None
+
+    def _release_buffered(self) -> None:
+        if self._budget is not None:
+            self._budget.used -= self.buffered
+        self.buffered = 0
