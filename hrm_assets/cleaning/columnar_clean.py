@@ -148,7 +148,7 @@ def clean_parts_columnar(
                 _clean_part(spec, part, files, unit, report, read_error, *feed, threads)
             unit.finish(threads)
         return
-    if threads > 1:
+    if files_in_parallel(spec, parts, threads):
         by_part = _file_units(spec, parts)
     else:
         by_part = [[_FileUnit(part, files)] for part, files in parts]
@@ -243,13 +243,13 @@ class _FileUnit:
 
 
 def _file_units(spec: SourceSpec, parts: list[tuple[str, list[Path]]]) -> list[list[_FileUnit]]:
-    """The units of each part: one per file of a part with several files when
-    :func:`files_in_parallel` and the rule counts a file's records (the later files' locators
-    count the part's records before them); else one unit, reading the files one by one."""
+    """The units of each part (see :func:`files_in_parallel`): one per file of a part with
+    several files where the rule counts a file's records (the later files' locators count the
+    part's records before them); else one unit, reading the files one by one."""
     rule = spec.columnar
     by_part = []
     for part, files in parts:
-        if len(files) < 2 or rule.count_rows is None or not files_in_parallel(spec):
+        if len(files) < 2 or rule.count_rows is None:
             by_part.append([_FileUnit(part, files)])
             continue
         try:
@@ -270,14 +270,16 @@ def _file_units(spec: SourceSpec, parts: list[tuple[str, list[Path]]]) -> list[l
     return by_part
 
 
-def files_in_parallel(spec: SourceSpec) -> bool:
-    """Whether the files of a part are read in parallel: where its rows are routed per row to
-    many files (FLAN's and tasksource's tasks), which a part's first file keeps in a store
-    too. Rows going through open writers (OpenMathInstruct-2's two files, GSM8K's one) would be
-    spilled twice, by the later file's store and again by the writer of the row group they
-    join, for a finish that stays on one thread (measured slower: docs/BENCHMARKS-cleaning.md,
+def files_in_parallel(spec: SourceSpec, parts: list, threads: int) -> bool:
+    """Whether the files of a part are read in parallel: when the parts are fewer than the
+    threads (tasksource's one part of two shards; FLAN's three parts on two threads gained
+    nothing measurable, so its parts alone keep the threads busy), and only where the rows are
+    routed per row to many files, which a part's first file keeps in a store too. Rows going
+    through open writers (OpenMathInstruct-2's two files, GSM8K's one) would be spilled twice,
+    by the later file's store and again by the writer of the row group they join, for a
+    finish that stays on one thread (measured slower: docs/BENCHMARKS-cleaning.md,
     "Follow-up: a part's files in parallel")."""
-    return spec.route is not None and not spec.one_output_per_part
+    return len(parts) < threads and spec.route is not None and not spec.one_output_per_part
 
 
 def _joined_report(units: list[_FileUnit]) -> CleaningReport:

@@ -29,12 +29,14 @@ FLAN_SUBSETS = ("flan_fsopt_data", "niv2_zsopt_data", "cot_fsopt_data")
 
 @pytest.fixture
 def joined_parts(monkeypatch) -> list[int]:
-    """Small batches, files read in parallel whatever the source's outputs (the engine keeps
-    OpenMathInstruct-2's and GSM8K's serial, but a routed source's first file may write
-    through too), and the number of later-file units joined by each part's finish (at two
-    threads a part of two files has one)."""
+    """Small batches, files read in parallel on two threads whatever the source's outputs and
+    parts (the engine keeps FLAN's, OpenMathInstruct-2's and GSM8K's serial, but a routed
+    source's first file may write through too), and the number of later-file units joined by
+    each part's finish (at two threads a part of two files has one)."""
     monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 500)
-    monkeypatch.setattr(columnar_clean, "files_in_parallel", lambda spec: True)
+    monkeypatch.setattr(
+        columnar_clean, "files_in_parallel", lambda spec, parts, threads: threads > 1
+    )
     joined: list[int] = []
     finish = OutputUnit.finish
 
@@ -188,3 +190,15 @@ def test_a_read_error_in_a_later_file_after_the_earlier_rows(tmp_path, joined_pa
     assert messages[0] == messages[1]
     assert f"after {first_rows + 2 * 500} records" in messages[0]
     assert "OSError: the disk went away" in messages[0]
+
+
+def test_which_parts_have_their_files_read_in_parallel(tmp_path):
+    two = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    one_part = [("default", two)]
+    assert columnar_clean.files_in_parallel(get_source("tasksource"), one_part, 2)
+    assert not columnar_clean.files_in_parallel(get_source("tasksource"), one_part, 1)
+    flan_parts = [(subset, two) for subset in FLAN_SUBSETS]  # the parts fill the threads
+    assert not columnar_clean.files_in_parallel(get_source("flan"), flan_parts, 2)
+    assert columnar_clean.files_in_parallel(get_source("flan"), flan_parts[:1], 2)
+    for name in ("openmathinstruct2", "gsm8k_train"):  # written through open writers
+        assert not columnar_clean.files_in_parallel(get_source(name), one_part, 2)
