@@ -7,9 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import os
 import resource
-import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +20,7 @@ from hrm_assets.cleaning.cleaned_parquet import (
 )
 from hrm_assets.cleaning.jsonl_columns import jsonl_lines
 from hrm_assets.cleaning.rows import FIELDS, Row
-from hrm_assets.common.atomic import TMP_PREFIX, AtomicGroup, atomic_file, create_temporary_file
+from hrm_assets.common.atomic import AtomicGroup, atomic_file
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -77,89 +75,8 @@ class JsonlWriter:
         self._handle.write(jsonl_lines(rows, self.columns))
         self.rows += rows.num_rows
 
-    def append_segment(self, segment: JsonlSegment) -> None:
-        """Continue the file with ``segment``'s lines, copied from its file by the kernel
-        (``os.copy_file_range``, no pass through the process); its file is then removed."""
-        if segment.columns != self.columns:
-            raise ValueError(f"a segment of columns {segment.columns} continues {self.columns}")
-        path, rows = segment.hand_over()
-        try:
-            self._handle.flush()
-            with open(path, "rb") as source:
-                _copy_all(source, self._handle)
-        finally:
-            path.unlink(missing_ok=True)
-        self.rows += rows
-
     def __exit__(self, *exc_info) -> bool:
         return self._stack.__exit__(*exc_info)
-
-
-def _copy_all(source, target) -> None:
-    """Append all of the open binary file ``source`` to ``target`` (flushed, at its end)."""
-    size, copied = os.fstat(source.fileno()).st_size, 0
-    try:
-        while copied < size:
-            step = os.copy_file_range(source.fileno(), target.fileno(), size - copied)
-            if step == 0:
-                raise OSError(errno.EIO, f"{source.name}: shorter than its {size} bytes")
-            copied += step
-    except OSError as error:
-        if error.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-            raise
-        source.seek(copied)  # a file system that does not copy in the kernel
-        shutil.copyfileobj(source, target, 1 << 20)
-    # The kernel moved the file's offset; the handle's idea of it follows.
-    target.seek(0, os.SEEK_END)
-
-
-class JsonlSegment:
-    """Lines that continue a :class:`JsonlWriter`'s, written apart (a later file of a part,
-    read on another thread) to a temporary file next to ``path`` (the output) and handed to
-    the writer by :meth:`JsonlWriter.append_segment`. Closing a segment that was not handed
-    over removes its file."""
-
-    buffered = 0  # nothing held in memory beyond the file's buffer
-
-    def __init__(self, path: Path, columns: Sequence[str] = FIELDS):
-        if sorted(columns) != sorted(FIELDS):
-            raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
-        self.path = Path(path)
-        self.columns = tuple(columns)
-        self.rows = 0
-        self._file: Path | None = None
-        self._handle = None
-
-    def __enter__(self) -> JsonlSegment:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = create_temporary_file(self.path.parent, f"{TMP_PREFIX}{self.path.name}.")
-        self._handle = open(self._file, "wb")  # noqa: SIM115 (closed by hand_over or close)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def write(self, row: Row) -> None:
-        self._handle.write(jsonl_line(row, self.columns))
-        self.rows += 1
-
-    def write_batch(self, rows, text_bytes: int | None = None) -> None:
-        """Append rows given as Arrow columns named after the row fields, in order."""
-        self._handle.write(jsonl_lines(rows, self.columns))
-        self.rows += rows.num_rows
-
-    def hand_over(self) -> tuple[Path, int]:
-        """The segment's file, complete, which the caller now owns, and its lines."""
-        self._handle.close()
-        path, self._file = self._file, None
-        return path, self.rows
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-        if self._file is not None:
-            self._file.unlink(missing_ok=True)
-            self._file = None
 
 
 def open_writer(
