@@ -275,10 +275,10 @@ def files_in_parallel(spec: SourceSpec, parts: list, threads: int) -> bool:
     threads (tasksource's one part of two shards; FLAN's three parts on two threads gained
     nothing measurable, so its parts alone keep the threads busy), and only where the rows are
     routed per row to many files, which a part's first file keeps in a store too. Rows going
-    through open writers (OpenMathInstruct-2's two files, GSM8K's one) would be spilled twice,
-    by the later file's store and again by the writer of the row group they join, for a
-    finish that stays on one thread (measured slower: docs/BENCHMARKS-cleaning.md,
-    "Follow-up: a part's files in parallel")."""
+    through open writers (OpenMathInstruct-2's two files, GSM8K's one) were measured slower
+    split, spilled twice (by the later file's store and by the writer of the row group they
+    join), and no faster with a Parquet writer's segment spilling them once
+    (docs/BENCHMARKS-cleaning.md, "Follow-up: a part's files in parallel")."""
     return len(parts) < threads and spec.route is not None and not spec.one_output_per_part
 
 

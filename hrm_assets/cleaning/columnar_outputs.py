@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hrm_assets.cleaning.arrow_buffers import index_array, integers
-from hrm_assets.cleaning.cleaned_parquet import BufferBudget, fits_one_write
+from hrm_assets.cleaning.cleaned_parquet import BufferBudget, ParquetSegment, fits_one_write
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import PREVIEW_CHARS, PREVIEW_ROWS
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -83,9 +83,10 @@ class OutputUnit:
     Memory then holds about one output's row group per thread, whatever the number of
     outputs (FLAN's thousands of tasks) and of rows.
 
-    A unit reading a later file of a part (``write_through`` False) keeps every row in its
-    store, grouped per output, for the part's first unit to write after its own rows
-    (:meth:`finish` with ``later``)."""
+    A unit reading a later file of a part (``write_through`` False) keeps every row for the
+    part's first unit to write after its own rows (:meth:`finish` with ``later``): in its
+    store, grouped per output, or, while every output of its batches has a Parquet writer
+    open, in a :class:`ParquetSegment` per output that the writer takes over."""
 
     def __init__(
         self,
@@ -110,6 +111,10 @@ class OutputUnit:
         self.pieces: dict[str, list[tuple[object, int]]] = {}
         # route -> the checked output path, for the batches of these parts
         self.routes: dict[str, str] = {}
+        # A later file's rows of outputs whose Parquet writer is open (OpenMathInstruct-2's
+        # cot and direct), gathered as that writer would buffer and spill them: the writer
+        # takes them over at the finish without spilling them again.
+        self.segments: dict[str, ParquetSegment] = {}
 
     def __enter__(self) -> OutputUnit:
         return self
@@ -121,12 +126,15 @@ class OutputUnit:
         """Remove the store (its memory and spill file); the unit takes no more rows."""
         if self.store is not None:
             self.store.close()
+        for segment in self.segments.values():
+            segment.close()
 
     def add(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
         import numpy as np
 
         present = np.unique(codes)
         through = self.write_through and not self.pieces
+        continues = not self.write_through and not self.pieces and self.outputs.fmt == "parquet"
         if through and len(present) == 1:
             # One output: write through (its writer buffers up to a row group, within budget).
             relative, file_report = files[int(present[0])], reports[int(present[0])]
@@ -135,10 +143,12 @@ class OutputUnit:
             self.direct[relative] = self.direct.get(relative, 0) + text
             _account(file_report, rows)
             return
-        if through and all(self.outputs.is_open(files[int(code)]) for code in present):
+        opened = all(self.outputs.is_open(files[int(code)]) for code in present)
+        if (through or continues) and opened:
             # Every output here has its streaming writer open (static outputs, such as
-            # OpenMathInstruct-2's cot and direct): each group goes straight to its writer,
-            # which spills a large row group itself; storing the rows would spill them twice.
+            # OpenMathInstruct-2's cot and direct): each group goes straight to its writer
+            # (to a segment the writer takes over, for a later file), which spills a large row
+            # group itself; storing the rows would spill them twice.
             # One take per output (a writer holding its group must not pin the others' rows),
             # or a zero-copy slice where the rule gave the output's rows together.
             for code in present.tolist():
@@ -149,8 +159,11 @@ class OutputUnit:
                 else:
                     group = rows.take(index_array(positions))
                 text = int(_text_lengths(group).sum())
-                self.outputs.writer(relative, self.budget).write_batch(group, text)
-                self.direct[relative] = self.direct.get(relative, 0) + text
+                if through:
+                    self.outputs.writer(relative, self.budget).write_batch(group, text)
+                    self.direct[relative] = self.direct.get(relative, 0) + text
+                else:
+                    self._segment(relative).write_batch(group, text)
                 _account(reports[code], group)
             return
         if self.store is None:
@@ -188,6 +201,12 @@ class OutputUnit:
             if len(file_report.preview) < PREVIEW_ROWS:
                 _preview(file_report, grouped.slice(start, count))
 
+    def _segment(self, relative: str) -> ParquetSegment:
+        if relative not in self.segments:
+            path, columns = self.outputs.out_root / relative, self.outputs.columns
+            self.segments[relative] = ParquetSegment(path, columns, self.budget).__enter__()
+        return self.segments[relative]
+
     def finish(self, threads: int = 1, later: Sequence[OutputUnit] = ()) -> None:
         """Write every stored output and finish every file of the unit, ``threads`` files at
         a time (the bytes of a file never depend on the others) within the write gate.
@@ -201,7 +220,8 @@ class OutputUnit:
         # instead of spilling them a second time.
         unbounded = BufferBudget(1 << 62)
 
-        def write(item: tuple[str, list[tuple[BatchStore, object, int]]]) -> None:
+        def write(item: tuple[str, list[tuple[object, object, int]]]) -> None:
+            # (store, key, text) of stored rows, or (segment, None, text it holds in memory)
             relative, pieces = item
             direct = self.direct.get(relative, 0)
             text = direct + sum(p[2] for p in pieces)
@@ -210,7 +230,7 @@ class OutputUnit:
             held = text - direct
             held += getattr(self.outputs.writers.get(relative), "buffered", 0)
             with self.gate.hold(held):
-                rows = sum(BatchStore.row_count(key) for _, key, _ in pieces)
+                rows = sum(BatchStore.row_count(key) for _, key, _ in pieces if key is not None)
                 if self._whole_file(relative, rows, text):
                     # Most task files: one table, one call, no streaming writer.
                     tables = [store.rows(key) for store, key, _ in pieces]
@@ -218,12 +238,18 @@ class OutputUnit:
                     self.outputs.write_whole(relative, table)
                     return
                 writer = self.outputs.writer(relative, unbounded)
-                for store, key, piece_text in pieces:
-                    writer.write_batch(store.rows(key), piece_text)
+                for source, key, piece_text in pieces:
+                    if key is None:
+                        writer.append_segment(source)
+                    else:
+                        writer.write_batch(source.rows(key), piece_text)
                 self.outputs.close(relative)
 
-        joined: dict[str, list[tuple[BatchStore, object, int]]] = {}
+        joined: dict[str, list[tuple[object, object, int]]] = {}
         for unit in (self, *later):
+            # A later file's segment holds its first rows of the output, its pieces the rest.
+            for relative, segment in unit.segments.items():
+                joined.setdefault(relative, []).append((segment, None, segment.buffered))
             for relative, pieces in unit.pieces.items():
                 joined.setdefault(relative, []).extend(
                     (unit.store, key, text) for key, text in pieces
