@@ -274,12 +274,15 @@ def files_in_parallel(spec: SourceSpec, parts: list, threads: int) -> bool:
     """Whether the files of a part are read in parallel: when the parts are fewer than the
     threads (tasksource's one part of two shards; FLAN's three parts on two threads gained
     nothing measurable, so its parts alone keep the threads busy), and only where the rows are
-    routed per row to many files, which a part's first file keeps in a store too. Rows going
-    through open writers (OpenMathInstruct-2's two files, GSM8K's one) were measured slower
-    split, spilled twice (by the later file's store and by the writer of the row group they
-    join), and no faster with a Parquet writer's segment spilling them once
-    (docs/BENCHMARKS-cleaning.md, "Follow-up: a part's files in parallel")."""
-    return len(parts) < threads and spec.route is not None and not spec.one_output_per_part
+    routed per row to many files, which a part's first file keeps in a store too, or by
+    condition to static Parquet outputs (OpenMathInstruct-2's cot and direct), whose open
+    writers take a later file's rows as a segment spilled once. GSM8K's rows, through an open
+    JSONL writer, were measured slower split, through the later file's store or a segment
+    file (docs/BENCHMARKS-cleaning.md, "Follow-up: a part's files in parallel" and
+    "Follow-up: OpenMathInstruct-2's shards in parallel, its later shard spilled once")."""
+    routed = spec.route is not None and not spec.one_output_per_part
+    continued = spec.format == "parquet" and bool(spec.outputs_by_condition)
+    return len(parts) < threads and (routed or continued)
 
 
 def _joined_report(units: list[_FileUnit]) -> CleaningReport:
