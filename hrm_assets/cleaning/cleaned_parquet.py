@@ -186,6 +186,19 @@ def write_one_row_group(handle, table: pa.Table, schema: pa.Schema) -> None:
     handle.write(encoded.getvalue())
 
 
+def _open_spill(output: Path, schema: pa.Schema):
+    """``(path, file, stream)``: a spill file beside ``output``, named as one of its
+    temporaries (the next run of the source removes it if this one dies), and an Arrow IPC
+    stream of ``schema`` writing to it."""
+    import pyarrow as pa
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    path = create_temporary_file(output.parent, f"{TMP_PREFIX}{output.name}.")
+    # A native file: a Python one would copy every buffer into a bytes object.
+    handle = pa.OSFile(str(path), mode="w")
+    return path, handle, pa.ipc.new_stream(handle, schema)
+
+
 class BufferBudget:
     """Text buffered by all the Parquet writers of one run, in characters (about bytes).
 
@@ -377,16 +390,10 @@ class ParquetRowWriter:
         self._seal()
         if not any(where == "memory" for where, _ in self._batches):
             return
-        import pyarrow as pa
-
         if self._spill_stream is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._spill_path = create_temporary_file(
-                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
+            self._spill_path, self._spill_file, self._spill_stream = _open_spill(
+                self.path, self._schema
             )
-            # A native file: a Python one would copy every buffer into a bytes object.
-            self._spill_file = pa.OSFile(str(self._spill_path), mode="w")
-            self._spill_stream = pa.ipc.new_stream(self._spill_file, self._schema)
         for index, (where, batch) in enumerate(self._batches):
             if where == "memory":
                 self._spill_stream.write_batch(batch)
@@ -696,15 +703,10 @@ class ParquetSegment:
         """Move the rows held in memory to the end of the spill file."""
         if not self._memory:
             return
-        import pyarrow as pa
-
         if self._spill_stream is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._spill_path = create_temporary_file(
-                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
+            self._spill_path, self._spill_file, self._spill_stream = _open_spill(
+                self.path, self._schema
             )
-            self._spill_file = pa.OSFile(str(self._spill_path), mode="w")
-            self._spill_stream = pa.ipc.new_stream(self._spill_file, self._schema)
         for batch, _ in self._memory:
             self._spill_stream.write_batch(batch)
         self._memory = []

@@ -165,9 +165,10 @@ def test_gsm8k_one_jsonl_output_joined_in_file_order(tmp_path, joined_parts):
     assert '"instruction":"Question 1.1499?"' in lines[-1]
 
 
-def test_a_read_error_in_a_later_file_after_the_earlier_rows(tmp_path, joined_parts):
-    raw = tmp_path / "raw"
-    write_openmathinstruct2_parts(raw, random.Random(7))
+def later_shard_read_errors(tmp_path: Path, raw: Path) -> list[str]:
+    """OpenMathInstruct-2 cleaned from ``raw`` at 1 and 2 threads with its second shard's
+    read failing at its third batch: the two errors' messages, once it is checked that
+    neither run left a file in its output folder (no output committed, no spill file)."""
     spec = get_source("openmathinstruct2")
     rule = spec.columnar
     second = sorted(raw.rglob("train-*.parquet"))[1]
@@ -185,7 +186,14 @@ def test_a_read_error_in_a_later_file_after_the_earlier_rows(tmp_path, joined_pa
         with pytest.raises(RawReadError) as error:
             clean_source(failing, out, raw, threads=threads)
         messages.append(str(error.value))
-        assert not list(out.rglob("*.parquet"))  # nothing committed
+        assert not [path for path in out.rglob("*") if path.is_file()]
+    return messages
+
+
+def test_a_read_error_in_a_later_file_after_the_earlier_rows(tmp_path, joined_parts):
+    raw = tmp_path / "raw"
+    write_openmathinstruct2_parts(raw, random.Random(7))
+    messages = later_shard_read_errors(tmp_path, raw)
     first_rows = _first_file_rows(raw, "train-*.parquet")
     assert messages[0] == messages[1]
     assert f"after {first_rows + 2 * 500} records" in messages[0]

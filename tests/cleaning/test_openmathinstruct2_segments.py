@@ -10,18 +10,19 @@ Every fixture is SYNTHETIC."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 
 import pytest
 
 from hrm_assets.cleaning import cleaned_parquet, columnar, columnar_clean
-from hrm_assets.cleaning.clean import RawReadError, clean_source
 from hrm_assets.cleaning.cleaned_parquet import ParquetRowWriter, ParquetSegment
 from hrm_assets.cleaning.sources import get_source
 from tests.cleaning.test_columnar import cleaned_by_engine_and_row_path
-from tests.cleaning.test_columnar_part_files import write_openmathinstruct2_parts
+from tests.cleaning.test_columnar_part_files import (
+    later_shard_read_errors,
+    write_openmathinstruct2_parts,
+)
 
 
 @pytest.fixture
@@ -72,23 +73,6 @@ def test_a_read_error_in_the_later_shard_commits_nothing(tmp_path, monkeypatch, 
     _spilling(monkeypatch)
     raw = tmp_path / "raw"
     write_openmathinstruct2_parts(raw, random.Random(7))
-    spec = get_source("openmathinstruct2")
-    rule = spec.columnar
-    second = sorted(raw.rglob("train-*.parquet"))[1]
-
-    def failing_read(path, names):
-        for index, batch in enumerate(rule.read(path, names)):
-            if path == second and index == 2:
-                raise OSError("the disk went away")
-            yield batch
-
-    failing = dataclasses.replace(spec, columnar=dataclasses.replace(rule, read=failing_read))
-    messages = []
-    for threads in (1, 2):
-        out = tmp_path / f"out{threads}"
-        with pytest.raises(RawReadError) as error:
-            clean_source(failing, out, raw, threads=threads)
-        messages.append(str(error.value))
-        assert not [p for p in out.rglob("*") if p.is_file()]  # no output, no spill file
+    messages = later_shard_read_errors(tmp_path, raw)
     assert messages[0] == messages[1]
     assert appended == []
