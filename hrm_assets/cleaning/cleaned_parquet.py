@@ -186,6 +186,27 @@ def write_one_row_group(handle, table: pa.Table, schema: pa.Schema) -> None:
     handle.write(encoded.getvalue())
 
 
+def _writer_batches(
+    batch: pa.RecordBatch | pa.Table, columns: Sequence[str], schema: pa.Schema
+) -> list[pa.RecordBatch]:
+    """``batch``'s rows as record batches of ``schema``: its ``columns`` in that order, a
+    large string cast to string, a table's chunks combined first."""
+    import pyarrow as pa
+
+    batches = batch.combine_chunks().to_batches() if isinstance(batch, pa.Table) else [batch]
+    string = pa.string()
+    return [
+        pa.record_batch(
+            [
+                column if column.type == string else column.cast(string)
+                for column in (whole.column(name) for name in columns)
+            ],
+            schema=schema,
+        )
+        for whole in batches
+    ]
+
+
 def _open_spill(output: Path, schema: pa.Schema):
     """``(path, file, stream)``: a spill file beside ``output``, named as one of its
     temporaries (the next run of the source removes it if this one dies), and an Arrow IPC
@@ -336,17 +357,10 @@ class ParquetRowWriter:
         """Append rows given as Arrow columns named after the row fields (any order, string
         or large string), in row order; the bytes are those of writing the rows one by one.
         ``text_bytes``: the rows' text size when the caller knows it (for the budget)."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        if isinstance(batch, pa.Table):
-            batches = batch.combine_chunks().to_batches()
-        else:
-            batches = [batch]
+        batches = _writer_batches(batch, self.columns, self._schema)
         for whole in batches:
-            columns = [whole.column(name) for name in self.columns]
-            columns = [c if c.type == pa.string() else c.cast(pa.string()) for c in columns]
-            whole = pa.record_batch(columns, schema=self._schema)
             offset = 0
             while offset < whole.num_rows:
                 take = min(whole.num_rows - offset, self._row_group_rows - self._group_rows)
@@ -674,17 +688,10 @@ class ParquetSegment:
     def write_batch(self, batch: pa.RecordBatch | pa.Table, text_bytes: int | None = None) -> None:
         """Append rows given as Arrow columns named after the row fields (any order, string
         or large string), as :meth:`ParquetRowWriter.write_batch` takes them."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        if isinstance(batch, pa.Table):
-            batches = batch.combine_chunks().to_batches()
-        else:
-            batches = [batch]
+        batches = _writer_batches(batch, self.columns, self._schema)
         for whole in batches:
-            columns = [whole.column(name) for name in self.columns]
-            columns = [c if c.type == pa.string() else c.cast(pa.string()) for c in columns]
-            whole = pa.record_batch(columns, schema=self._schema)
             if text_bytes is not None and len(batches) == 1:
                 size = text_bytes
             else:
