@@ -207,6 +207,16 @@ def _writer_batches(
     ]
 
 
+def _discard_spill(stream, handle, path: Path | None) -> None:
+    """Close a spill file's IPC stream and file (either may be gone) and remove the file."""
+    for opened in (stream, handle):
+        if opened is not None:
+            with contextlib.suppress(OSError, ValueError):
+                opened.close()
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
 def _open_spill(output: Path, schema: pa.Schema):
     """``(path, file, stream)``: a spill file beside ``output``, named as one of its
     temporaries (the next run of the source removes it if this one dies), and an Arrow IPC
@@ -604,14 +614,8 @@ class ParquetRowWriter:
         ]
 
     def _remove_spill_file(self) -> None:
-        for handle in (self._spill_stream, self._spill_file):
-            if handle is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    handle.close()
-        self._spill_stream = self._spill_file = None
-        if self._spill_path is not None:
-            self._spill_path.unlink(missing_ok=True)
-        self._spill_path = None
+        _discard_spill(self._spill_stream, self._spill_file, self._spill_path)
+        self._spill_stream = self._spill_file = self._spill_path = None
         self._spilled_bytes = 0
 
     def _finish(self) -> None:
@@ -738,14 +742,8 @@ class ParquetSegment:
         self._release_buffered()
         if self._budget is not None:
             self._budget.writers.pop(id(self), None)
-        for handle in (self._spill_stream, self._spill_file):
-            if handle is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    handle.close()
-        self._spill_stream = self._spill_file = None
-        if self._spill_path is not None:
-            self._spill_path.unlink(missing_ok=True)
-            self._spill_path = None
+        _discard_spill(self._spill_stream, self._spill_file, self._spill_path)
+        self._spill_stream = self._spill_file = self._spill_path = None
 
     def _release_buffered(self) -> None:
         if self._budget is not None:
