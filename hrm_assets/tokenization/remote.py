@@ -5,10 +5,11 @@ The Rust core publishes each folder ``<root>/<safe name>/`` by this commit proto
 (docs/STORAGE.md):
 
 1. DELETE ``manifest.json`` (a reader now takes the folder as absent);
-2. PUT the arrays, ``metadata.json``, the ownership marker ``.hrm-data`` and the
-   contamination sidecars (``contamination/sidecar.py``; a previous write's are deleted in step
-   1 when there are none);
-3. PUT ``manifest.json`` last.
+2. PUT the ownership marker ``.hrm-data``, alone, so whatever a killed writer leaves is ours to
+   rewrite;
+3. PUT the arrays, ``metadata.json`` and the contamination sidecars
+   (``contamination/sidecar.py``; a previous write's are deleted in step 1 when there are none);
+4. PUT ``manifest.json`` last.
 
 A folder is complete only when its ``manifest.json`` lists exactly the five arrays and the
 listing shows each with the manifest's size, and it carries the marker; anything else is absent

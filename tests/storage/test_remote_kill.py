@@ -22,7 +22,12 @@ from hrm_assets.tokenization.remote import (
     mirror_tokenized,
     tokenize_remote,
 )
-from hrm_assets.tokenization.tokenize import TokenizeFailure, TokenizerSetup, tokenize_files
+from hrm_assets.tokenization.tokenize import (
+    OWNER_MARKER,
+    TokenizeFailure,
+    TokenizerSetup,
+    tokenize_files,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +107,9 @@ def test_kill_during_upload_never_leaves_a_folder_taken_as_complete(
             for file, data in files.items():
                 if file != "metadata.json":
                     assert data == reference(name, file), (threshold, name, file)
+        # Whatever the kill left is ours to rewrite: every folder carries the marker.
+        unmarked = [name for name, folder in out.folders().items() if OWNER_MARKER not in folder]
+        assert not unmarked, (threshold, unmarked)
         local = mirror_tokenized(tokenized_root, tmp_path / "reader")
         for folder in (p for p in local.iterdir() if p.is_dir()):
             for path in folder.iterdir():

@@ -14,13 +14,16 @@
 //! upload's parts whatever the input's size. It is then published in three steps:
 //!
 //! 1. DELETE `<folder>/manifest.json`: from here on readers treat the folder as absent;
-//! 2. PUT the arrays, `metadata.json`, the ownership marker `.hrm-data` and the contamination
-//!    sidecars when the folder has them (`ngram::observe`; a previous write's are deleted in
-//!    step 1 when it has none), concurrently; an object larger than [`PART_SIZE`] goes up as a
-//!    multipart upload of such parts, [`PARTS_IN_FLIGHT`] at a time;
-//! 3. PUT `manifest.json`, last, once every other object is in place.
+//! 2. PUT the ownership marker `.hrm-data`, alone and first: every object the steps below
+//!    leave behind, wherever a writer is killed, lies beside it, so the next run takes the
+//!    folder as its own to rewrite rather than as someone else's objects in the way;
+//! 3. PUT the arrays, `metadata.json` and the contamination sidecars when the folder has them
+//!    (`ngram::observe`; a previous write's are deleted in step 1 when it has none),
+//!    concurrently; an object larger than [`PART_SIZE`] goes up as a multipart upload of such
+//!    parts, [`PARTS_IN_FLIGHT`] at a time;
+//! 4. PUT `manifest.json`, last, once every other object is in place.
 //!
-//! A folder with a manifest is therefore complete and matches it; a failure in step 2 leaves the
+//! A folder with a manifest is therefore complete and matches it; a failure in step 3 leaves the
 //! folder without one (absent), never with a manifest over other arrays. The staging folder is
 //! removed in every case. There is no sync: an object is durable once its PUT returns.
 //!
@@ -182,6 +185,18 @@ async fn publish(
 ) -> Result<()> {
     let manifest = folder.child(MANIFEST_FILE);
     delete_if_present(&store, &manifest).await?;
+    let marker = folder.child(OWNER_MARKER);
+    let marker_path = dir.join(OWNER_MARKER);
+    let marker_bytes = fs::read(&marker_path).at(&marker_path)?;
+    let digest = sha256_hex(&marker_bytes);
+    store
+        .put_opts(
+            &marker.path(),
+            PutPayload::from(marker_bytes),
+            sha256_attributes(digest).into(),
+        )
+        .await
+        .map_err(|err| marker.error(err))?;
     // Sidecars travel with their folder: a previous write's must not outlive it.
     let sidecars: Vec<&str> = [SCAN_FILE, KEYS_FILE]
         .into_iter()
@@ -203,11 +218,7 @@ async fn publish(
     // from disk by this (caller's) thread, part after part, so no runtime worker blocks on disk.
     let mut small = JoinSet::new();
     let mut large = Vec::new();
-    for name in ARRAY_FILES
-        .iter()
-        .chain(&[METADATA_FILE, OWNER_MARKER])
-        .chain(&sidecars)
-    {
+    for name in ARRAY_FILES.iter().chain(&[METADATA_FILE]).chain(&sidecars) {
         let path = dir.join(name);
         let url = folder.child(name);
         if fs::metadata(&path).at(&path)?.len() > part_size as u64 {
@@ -594,10 +605,13 @@ mod tests {
         }
         let log = store.log.lock().unwrap().clone();
         // Written without sidecars: a previous write's are deleted with the manifest.
+        // The marker goes up alone before anything else, so a kill at any later moment leaves
+        // the folder's objects beside it (the next run's to rewrite, never foreign).
         assert_eq!(
-            log[..3],
+            log[..4],
             [
                 "delete tokenized/in.jsonl/manifest.json",
+                "put tokenized/in.jsonl/.hrm-data",
                 "delete tokenized/in.jsonl/contamination.json",
                 "delete tokenized/in.jsonl/duplicate_keys.u64",
             ]
