@@ -35,6 +35,7 @@ from hrm_assets.common.layout import (
 )
 from hrm_assets.common.storage import ObjectInfo
 from hrm_assets.tokenization.partitioning import files_by_source
+from hrm_assets.tokenizer.train import LocalCorpus
 
 # datasets--<org>--<name>/snapshots/<40-hex revision>: where huggingface_hub keeps a download.
 _HUB_SNAPSHOT = re.compile(r"datasets--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<rev>[^/]+)")
@@ -268,6 +269,10 @@ class AdoptedFolders:
 
     def files(self) -> list[CleanedFile]:
         return list(self.by_name.values())
+
+    def training_corpus(self) -> LocalCorpus:
+        """The files as a tokenizer's training corpus (read where they are, never written)."""
+        return LocalCorpus(self.files())
 
     @contextlib.contextmanager
     def read_locally(self, files: Sequence[CleanedFile]) -> Iterator[list[CleanedFile]]:

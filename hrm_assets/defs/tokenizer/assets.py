@@ -6,8 +6,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from hrm_assets.adoption.objects import OBJECT_MEMO_FILE
-from hrm_assets.adoption.training import adopted_corpus
+from hrm_assets.adoption.roots import adopted_roots
 from hrm_assets.cleaning.sources import SOURCES
 from hrm_assets.common.data_root import DataRoot
 from hrm_assets.common.hashing import file_sha256
@@ -77,8 +76,10 @@ def tokenizer(
 
 def adopted_training_corpus(data_paths: DataPaths) -> TrainingCorpus | None:
     """What a tokenizer trains on when cleaned roots are adopted (None: the cleaned root is
-    ours): :func:`hrm_assets.adoption.training.adopted_corpus`."""
-    return adopted_corpus(data_paths.adopted_cleaned_roots, data_paths.root / OBJECT_MEMO_FILE)
+    ours): every cleaned file of the folders (links followed), or the cleaned objects of the
+    ``s3://`` roots (their hashes kept in the memo file). Never written."""
+    adopted = adopted_roots(data_paths.adopted_cleaned_roots, data_paths.root)
+    return adopted.training_corpus() if adopted is not None else None
 
 
 def tokenizer_metadata(outcome: TokenizerOutcome, path: str) -> dict:
