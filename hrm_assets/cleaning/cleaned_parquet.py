@@ -337,7 +337,7 @@ class ParquetRowWriter:
                 handle = self._stack.enter_context(atomic_file(self.path, "wb"))
             else:  # renamed into place with the run's other outputs
                 handle = self._group.open(self.path)
-                self._stack.callback(handle.close)
+                self._stack.push(self._group.closer(handle))
             self._writer = pq.ParquetWriter(handle, self._schema)
             # Last in, first out: the footer is written before atomic_file renames (or the
             # file is closed before its removal).

@@ -62,7 +62,7 @@ class JsonlWriter:
             self._handle = self._stack.enter_context(atomic_file(self.path, "wb"))
         else:  # renamed into place with the run's other outputs
             self._handle = self._group.open(self.path)
-            self._stack.callback(self._handle.close)
+            self._stack.push(self._group.closer(self._handle))
         return self
 
     def write(self, row: Row) -> None:

@@ -28,14 +28,21 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 TMP_PREFIX = ".tmp-"
 LOCK_SUFFIX = ".lock"
 # A leftover with no write for this long belongs to no live writer (default of the sweep).
 STALE_AFTER_SECONDS = 24 * 3600.0
+# An AtomicGroup file this large is synced as soon as it is closed (AtomicGroup.close).
+EARLY_SYNC_BYTES = 16 * 1024 * 1024
 # Why a reader may be unable to create a lock file: a read-only filesystem or folder.
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
@@ -105,11 +112,22 @@ class AtomicGroup:
     journal commits: thousands of outputs cost about one), renames each into place and syncs
     each folder once; :meth:`abort` removes them. For a run writing thousands of files (FLAN's
     task files), where one fsync per file costs more than the cleaning.
+
+    A complete file closed by :meth:`close` instead, if it holds at least ``early_sync_bytes``
+    (default :data:`EARLY_SYNC_BYTES`), is synced at once on a background thread while the run
+    goes on (a large file's sync is its data's writeback, not a journal commit others could
+    share); :meth:`commit` waits for those syncs before it renames anything, so no file is
+    renamed before every file is synced.
     """
 
-    def __init__(self, threads: int = 8):
+    def __init__(self, threads: int = 8, early_sync_bytes: int | None = None):
         self._threads = threads
+        self._early_sync_bytes = EARLY_SYNC_BYTES if early_sync_bytes is None else early_sync_bytes
         self._pending: list[tuple[Path, Path]] = []
+        self._temporaries: dict[int, Path] = {}  # an open handle's descriptor: its file
+        self._syncing: dict[Path, Future] = {}  # temporaries whose sync has started
+        self._sync_pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
 
     def open(self, path: Path, mode: str = "wb"):
         path = Path(path)
@@ -121,16 +139,62 @@ class AtomicGroup:
             os.close(fd)
             tmp.unlink(missing_ok=True)
             raise
-        self._pending.append((tmp, path))
+        with self._lock:
+            self._pending.append((tmp, path))
+            self._temporaries[fd] = tmp
         return handle
+
+    def close(self, handle) -> None:
+        """Close ``handle`` (one of :meth:`open`'s), its file complete; a large file's sync
+        starts now, on a background thread, instead of at :meth:`commit`."""
+        with self._lock:
+            tmp = self._temporaries.pop(handle.fileno(), None)
+        size = handle.tell()
+        handle.close()
+        if tmp is None or size < self._early_sync_bytes:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            if self._sync_pool is None:
+                self._sync_pool = ThreadPoolExecutor(
+                    max_workers=self._threads, thread_name_prefix="atomic-sync"
+                )
+            self._syncing[tmp] = self._sync_pool.submit(fsync_file, tmp)
+
+    def closer(self, handle) -> Callable[..., bool]:
+        """An exit callback (``ExitStack.push``) for ``handle``: :meth:`close` when the block
+        ends cleanly; after an error, a plain close (the file is removed by :meth:`abort`)."""
+
+        def close(exc_type, exc, traceback) -> bool:
+            if exc_type is None:
+                self.close(handle)
+            else:
+                handle.close()
+            return False
+
+        return close
+
+    def _started_syncs(self) -> dict[Path, Future]:
+        """The syncs :meth:`close` started, each finished (failed or not) when this returns."""
+        with self._lock:
+            syncing, self._syncing = self._syncing, {}
+            pool, self._sync_pool = self._sync_pool, None
+            self._temporaries = {}
+        if pool is not None:
+            pool.shutdown(wait=True)
+        return syncing
 
     def commit(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         pending, self._pending = self._pending, []
         try:
+            synced = self._started_syncs()
+            for done in synced.values():
+                done.result()
             with ThreadPoolExecutor(max_workers=self._threads) as pool:
-                list(pool.map(fsync_file, [tmp for tmp, _ in pending]))
+                list(pool.map(fsync_file, [tmp for tmp, _ in pending if tmp not in synced]))
             for tmp, path in pending:
                 os.replace(tmp, path)
         except BaseException:
@@ -142,6 +206,7 @@ class AtomicGroup:
 
     def abort(self) -> None:
         pending, self._pending = self._pending, []
+        self._started_syncs()  # none still writing a file removed below
         for tmp, _ in pending:
             tmp.unlink(missing_ok=True)
 
