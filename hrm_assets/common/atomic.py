@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hrm_assets.common.writeback import WritebackFile
+
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -134,7 +136,8 @@ class AtomicGroup:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _create_unique(path.parent, f"{TMP_PREFIX}{path.name}.", _create_file)
         try:
-            handle = os.fdopen(fd, mode)
+            # A binary file starts its data's write-back as it goes: the sync waits less.
+            handle = WritebackFile(fd) if mode == "wb" else os.fdopen(fd, mode)
         except BaseException:
             os.close(fd)
             tmp.unlink(missing_ok=True)
