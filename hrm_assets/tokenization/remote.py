@@ -210,8 +210,9 @@ class RemoteTokenized:
         root, under its lock; returns the copy's path."""
         local = mirror_path(self.root)
         wanted = {}
-        for name in safe_names:
-            wanted.update(self.store.list(name))
+        # One listing a folder, several at once: a chunk's folders are a round trip deep.
+        for listing in _map(self.store.list, list(safe_names)):
+            wanted.update(listing)
         local.mkdir(parents=True, exist_ok=True)
         names = set(safe_names)
         with mirror_lock(local):
