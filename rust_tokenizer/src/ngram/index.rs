@@ -718,11 +718,12 @@ mod tests {
         assert!(NgramIndex::new(5, 0).is_err());
     }
 
-    /// Texts made of the indexed items' words, cut and shuffled at random: the sampled
-    /// pre-test never rules out a text that matches when every position is looked up.
-    #[test]
-    fn the_sampled_pre_test_loses_no_match() {
-        let mut index = index();
+    /// Random texts made of the indexed items' words, cut and shuffled, scanned at the
+    /// sampled positions and by the definition, for an index of `n`-word windows and items of
+    /// `min_words..n` words indexed whole: the same outcome. Returns how many texts matched.
+    fn sampled_scan_is_every_position(n: usize, min_words: usize, texts: usize) -> usize {
+        let mut index = NgramIndex::new(n, min_words).unwrap();
+        index.add(0, 7, QUESTION);
         let short = "Which gas do plants absorb from the air today";
         index.add(3, 1, short);
         index.add(
@@ -734,13 +735,13 @@ mod tests {
             .split_whitespace()
             .chain(short.split_whitespace())
             .collect();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut state = 0x2545_f491_4f6c_dd1du64 ^ (n * 64 + min_words) as u64;
         let mut next = |bound: usize| {
             state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
             (state % bound as u64) as usize
         };
         let (mut matched, mut scratch) = (0, Scratch::default());
-        for _ in 0..20_000 {
+        for _ in 0..texts {
             let mut text = Vec::new();
             for _ in 0..1 + next(4) {
                 // A run of consecutive words of the items, or a few random ones.
@@ -755,11 +756,28 @@ mod tests {
             let text = text.join(" ");
             scratch.load(&text);
             let every = index.scan_every_position(&scratch);
-            scratch.load(&text);
-            assert_eq!(index.scan_loaded(&scratch), every, "{text}");
+            assert_eq!(index.scan_with(&text, &mut scratch), every, "n {n}: {text}");
             matched += usize::from(every.is_some());
         }
+        matched
+    }
+
+    /// The sampled pre-test never rules out a text that matches when every position is
+    /// looked up, and the spans are the same.
+    #[test]
+    fn the_sampled_pre_test_loses_no_match() {
+        let matched = sampled_scan_is_every_position(DEFAULT_N, DEFAULT_MIN_WORDS, 20_000);
         assert!(matched > 1000, "{matched}");
+    }
+
+    /// Other n-gram sizes: other strides (`min_words` below 4), sub-gram lengths and items
+    /// indexed whole or as windows.
+    #[test]
+    fn the_sampled_pre_test_loses_no_match_for_any_n() {
+        for (n, min_words) in [(1, 1), (2, 1), (3, 3), (4, 2), (5, 5), (8, 3), (20, 8), (40, 9)] {
+            let matched = sampled_scan_is_every_position(n, min_words, 3_000);
+            assert!(matched > 0, "n {n}: {matched}");
+        }
     }
 
     proptest::proptest! {
