@@ -225,8 +225,11 @@ def _open_spill(output: Path, schema: pa.Schema):
 
     output.parent.mkdir(parents=True, exist_ok=True)
     path = create_temporary_file(output.parent, f"{TMP_PREFIX}{output.name}.")
-    # A native file: a Python one would copy every buffer into a bytes object.
-    handle = pa.OSFile(str(path), mode="w")
+    # A native file: a Python one would copy every buffer into a bytes object. Appended to,
+    # not opened "w": ext4 flushes a file truncated by its open to disk when it is closed
+    # (auto_da_alloc), 0.23-0.26 s of the closing thread for 640 MB, and the spill file is
+    # new and empty anyway.
+    handle = pa.OSFile(str(path), mode="a")
     return path, handle, pa.ipc.new_stream(handle, schema)
 
 
@@ -521,6 +524,11 @@ class ParquetRowWriter:
             self._close_spill_stream()
         with contextlib.ExitStack() as stack:
             mapped = self._mapped_spill(stack)
+            if self._mapped:
+                # A large row group follows a long read: what the allocator kept of it goes
+                # back to the system before the pieces are planned (OpenMathInstruct-2's two
+                # files start together as the read ends, about 400 MiB held then).
+                pa.default_memory_pool().release_unused()
             table = self._buffered_table(mapped)
             plans = []
             for index, column in enumerate(table.columns):
@@ -548,9 +556,11 @@ class ParquetRowWriter:
             rows = pa.Table.from_arrays(columns, schema=self._schema)
             del columns
             if self._mapped:
-                # A large row group follows a long read: what the allocator kept of it goes
-                # back to the system before the write.
+                # Again before the write, with the pages the pieces' plan touched (offsets,
+                # copied pieces: up to 170 MB for OpenMathInstruct-2's two files).
                 pa.default_memory_pool().release_unused()
+                for mapped in self._mapped:
+                    mapped.drop_pages()
             with pages_dropped_while(self._mapped):
                 self._parquet_writer().write_table(rows)
             del rows
