@@ -21,6 +21,8 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
 - on several threads the files of a part are read in parallel too (:class:`_FileUnit`): a
   later file's rows wait in its own store, and once the part's files are read its outputs are
   written in file order, the reports joined as if the files were read one after the other;
+- reading and writing share the threads (:class:`_Schedule`): once a part is read, its files
+  are written one by one by whichever threads the reads leave, while the next parts are read;
 - within a part, a helper thread decodes the next batches and the cores the other parts leave
   apply the rule and the row checks to them, ahead of the thread that records and writes the
   batches, in read order (:func:`_prepared_in_order`).
@@ -51,7 +53,7 @@ from hrm_assets.cleaning.columnar import (
     NotColumnar,
     batch_raw_bytes,
 )
-from hrm_assets.cleaning.columnar_outputs import OutputUnit, StoreBudget, WriteGate
+from hrm_assets.cleaning.columnar_outputs import OutputUnit, PartWrites, StoreBudget, WriteGate
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import (
     MAX_SKIP_EXAMPLES,
@@ -158,11 +160,20 @@ def clean_parts_columnar(
     share = max(1, DEFAULT_BUFFER_BYTES // workers)
     store_budget = StoreBudget(DEFAULT_BUFFER_BYTES)
     gate = WriteGate(DEFAULT_BUFFER_BYTES)
-    left = {"units": len(work)}  # units not yet read through
+    # Largest part first, so that the last units to be read are small; a part's files one
+    # after the other, so that few parts wait for their last file (and hold the stores'
+    # memory) at once.
+    largest = sorted(by_part, key=lambda siblings: -sum(s.size for s in siblings))
+    order = {id(item): index for index, item in enumerate(work)}
+    schedule = _Schedule(
+        [(order[id(item)], item) for siblings in largest for item in siblings], threads
+    )
     lock = threading.Lock()
 
     def one(item: _FileUnit) -> None:
-        item.unit = OutputUnit(spec, outputs, share, gate, store_budget, item.first)
+        item.unit = OutputUnit(
+            spec, outputs, share, gate, store_budget, item.first, defer=schedule.write
+        )
         siblings = item.siblings
         try:
             _clean_part(
@@ -182,42 +193,122 @@ def clean_parts_columnar(
             raise
         finally:
             with lock:
-                left["units"] -= 1
-                busy = min(workers - 1, left["units"])  # other threads still reading files
                 item.read = True
                 last = all(sibling.read for sibling in siblings)  # true in one thread only
         if last and not any(sibling.failed for sibling in siblings):
-            # The cores the other files leave write this part's files.
+            # The part's files go to the schedule, written by the threads the reads leave.
             later = [sibling.unit for sibling in siblings[1:]]
-            siblings[0].unit.finish(max(1, threads - busy), later)
-            for sibling in siblings:
-                sibling.unit.close()
+            siblings[0].unit.finish(threads, later)
 
     try:
-        if workers == 1:
-            for item in work:
-                one(item)
-        else:
-            # Largest part first, so that the last units to be read are small and both cores
-            # stay busy to the end; a part's files one after the other, so that few parts
-            # wait for their last file (and hold the stores' memory) at once. A part is
-            # finished by the thread that reads its last file.
-            largest = sorted(by_part, key=lambda siblings: -sum(s.size for s in siblings))
-            order = [item for siblings in largest for item in siblings]
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clean") as pool:
-                futures = {id(item): pool.submit(one, item) for item in order}
-                try:
-                    for item in work:  # a failure raised as the serial engine would raise it
-                        futures[id(item)].result()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
+        schedule.run(one)
     finally:
         for item in work:
             if item.unit is not None:
                 item.unit.close()
     for siblings in by_part:
         report.merge(_joined_report(siblings))
+
+
+class _Schedule:
+    """The units a run reads and the files it writes, taken by ``threads`` workers: a free
+    worker writes a file of a part already read while at least half the others (one, on two
+    threads) read, else it reads the next unit; so on two threads one part's files are
+    written while the next part is read, both cores busy to the end. On one thread a part's
+    files are written as soon as it is read.
+
+    ``reads``: ``(position, unit)`` in the order to read them, ``position`` the unit's in
+    the serial engine's order. A failure stops the handing out; the one raised is the one
+    the serial engine would raise: the earliest by position, a part's writes after its
+    reads."""
+
+    def __init__(self, reads: Sequence[tuple[int, _FileUnit]], threads: int):
+        import collections
+
+        self.threads = threads
+        self.reads = collections.deque(reads)
+        # (order, file's write, its part's writes, files of the part left)
+        self.writes: collections.deque = collections.deque()
+        self.reading = 0
+        self.errors: list[tuple[tuple[int, int], BaseException]] = []
+        self._changed = threading.Condition()
+        self._local = threading.local()  # the position of the unit this thread reads
+
+    def write(self, part: PartWrites) -> None:
+        """Queue the files of a part (called while its last unit is read, by its thread)."""
+        if not part.files:
+            part.close()
+            return
+        left = [len(part.files)]
+        with self._changed:
+            for write in part.files:
+                self.writes.append((self._local.order, write, part, left))
+            self._changed.notify_all()
+
+    def run(self, read: Callable[[_FileUnit], None]) -> None:
+        """Read every unit with ``read`` and write what it queues; raise the first failure."""
+        if self.threads == 1:
+            self._work(read)
+        else:
+            threads = [
+                threading.Thread(target=self._work, args=(read,), name=f"clean_{index}")
+                for index in range(self.threads)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if self.errors:
+            raise min(self.errors, key=lambda found: found[0])[1]
+
+    def _next(self):
+        """The next task, ``("read", order, unit)`` or ``("write", order, entry)``; None when
+        nothing is left (or a failure stopped the run). Called holding the lock."""
+        while not self.errors:
+            others = self.reading
+            if self.reads and (
+                not self.writes or (self.threads > 1 and others < max(1, self.threads // 2))
+            ):
+                order, unit = self.reads.popleft()
+                self.reading += 1
+                return "read", order, unit
+            if self.writes:
+                entry = self.writes.popleft()
+                return "write", entry[0], entry
+            if not self.reading:
+                return None
+            self._changed.wait()
+        return None
+
+    def _work(self, read: Callable[[_FileUnit], None]) -> None:
+        while True:
+            with self._changed:
+                task = self._next()
+            if task is None:
+                with self._changed:
+                    self._changed.notify_all()
+                return
+            kind, order, subject = task
+            try:
+                if kind == "read":
+                    self._local.order = order
+                    read(subject)
+                else:
+                    _, write, part, left = subject
+                    write()
+                    with self._changed:
+                        left[0] -= 1
+                        done = not left[0]
+                    if done:
+                        part.close()
+            except BaseException as error:
+                with self._changed:
+                    self.errors.append(((order, 0 if kind == "read" else 1), error))
+            finally:
+                with self._changed:
+                    if kind == "read":
+                        self.reading -= 1
+                    self._changed.notify_all()
 
 
 class _FileUnit:

@@ -1,15 +1,18 @@
 """Where the columnar engine's checked rows go (:class:`OutputUnit`): straight to their
 writer when a batch has one output, else grouped per output and kept in a :class:`BatchStore`
 (memory within the run's :class:`StoreBudget`, then a spill file) until the part is read, then
-written file by file within a :class:`WriteGate`; a part whose files were read in parallel
-has its files written from its units' rows joined in file order."""
+written file by file within a :class:`WriteGate`, by the unit's thread or handed to the
+engine's threads as :class:`PartWrites`; a part whose files were read in parallel has its
+files written from its units' rows joined in file order."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +77,16 @@ class StoreBudget:
             self.held -= size
 
 
+@dataclass
+class PartWrites:
+    """The files of a part whose rows are all read, for any thread to write: ``files`` write
+    one file each (largest first), in any order and at once (a file's bytes never depend on
+    another's), then ``close`` frees the part's stores, once, after the last."""
+
+    files: list[Callable[[], None]]
+    close: Callable[[], None]
+
+
 class OutputUnit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
     output (SYNTH), else grouped by output with one stable sort per batch and kept in a
@@ -86,7 +99,10 @@ class OutputUnit:
     A unit reading a later file of a part (``write_through`` False) keeps every row for the
     part's first unit to write after its own rows (:meth:`finish` with ``later``): in its
     store, grouped per output, or, while every output of its batches has a Parquet writer
-    open, in a :class:`ParquetSegment` per output that the writer takes over."""
+    open, in a :class:`ParquetSegment` per output that the writer takes over.
+
+    With ``defer``, :meth:`finish` writes nothing itself: it hands the part's files to
+    ``defer`` as :class:`PartWrites`, which closes the part's units after the last file."""
 
     def __init__(
         self,
@@ -96,8 +112,10 @@ class OutputUnit:
         gate: WriteGate | None,
         store_budget: StoreBudget | None = None,
         write_through: bool = True,
+        defer: Callable[[PartWrites], None] | None = None,
     ):
         self.spec = spec
+        self.defer = defer
         self.outputs = outputs
         self.gate = gate or WriteGate(budget)
         self.write_through = write_through
@@ -132,7 +150,8 @@ class OutputUnit:
     def add(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
         import numpy as np
 
-        present = np.unique(codes)
+        counts = np.bincount(codes, minlength=len(files))
+        present = np.flatnonzero(counts)
         through = self.write_through and not self.pieces
         continues = not self.write_through and not self.pieces and self.outputs.fmt == "parquet"
         if through and len(present) == 1:
@@ -169,35 +188,39 @@ class OutputUnit:
         if self.store is None:
             first = self.outputs.out_root / files[int(codes[0])]
             self.store = BatchStore(first, self.store_budget)
+        starts = np.cumsum(counts) - counts
         if len(present) == 1:  # one group already (a later file's unit): no sort, no copy
-            grouped, grouped_codes = rows, codes
+            grouped, appearance = rows, present
         else:
-            order = np.argsort(codes, kind="stable")
-            grouped, grouped_codes = rows.take(index_array(order)), codes[order]
-        lengths = _text_lengths(grouped)
-        ends = np.cumsum(lengths)
-        counts = np.bincount(codes, minlength=len(files))
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        _, first = np.unique(codes, return_index=True)
-        groups = []
-        for code in present[np.argsort(first, kind="stable")]:
-            start, count = int(starts[code]), int(counts[code])
-            text = int(ends[start + count - 1] - (ends[start - 1] if start else 0))
-            groups.append((int(code), start, count, text))
+            # A batch names far fewer than 2**16 files: numpy sorts 16-bit keys by radix.
+            sort_keys = codes.astype(np.uint16) if len(files) <= 1 << 16 else codes
+            order = np.argsort(sort_keys, kind="stable")
+            grouped = rows.take(index_array(order))
+            # Outputs by their first row in the batch, the first of their group once sorted.
+            appearance = present[np.argsort(order[starts[present]], kind="stable")]
+        ends = np.concatenate(([0], np.cumsum(_text_lengths(grouped))))
+        firsts, sizes = starts[appearance], counts[appearance]
+        texts = ends[firsts + sizes] - ends[firsts]
+        columns = (appearance.tolist(), firsts.tolist(), sizes.tolist(), texts.tolist())
+        groups = list(zip(*columns, strict=True))
         keys = self.store.add(grouped, [(start, count) for _, start, count, _ in groups])
         # Conditions per file with one count over the batch, not one per file.
-        conditions = grouped.column("condition").combine_chunks().dictionary_encode()
+        conditions = rows.column("condition").combine_chunks().dictionary_encode()
         names = conditions.dictionary.to_pylist()
-        pairs = np.bincount(
-            grouped_codes * len(names) + integers(conditions.indices),
-            minlength=len(files) * len(names),
-        ).reshape(len(files), len(names))
+        if len(names) > 1:
+            pairs = np.bincount(
+                codes * len(names) + integers(conditions.indices),
+                minlength=len(files) * len(names),
+            ).reshape(len(files), len(names))
         for (code, start, count, text), key in zip(groups, keys, strict=True):
             self.pieces.setdefault(files[code], []).append((key, text))
             file_report = reports[code]
             file_report.rows += count
-            for index in np.flatnonzero(pairs[code]):
-                file_report.conditions[names[index]] += int(pairs[code, index])
+            if len(names) == 1:  # one condition in the batch (FLAN: its subset's)
+                file_report.conditions[names[0]] += count
+            else:
+                for index in np.flatnonzero(pairs[code]):
+                    file_report.conditions[names[index]] += int(pairs[code, index])
             if len(file_report.preview) < PREVIEW_ROWS:
                 _preview(file_report, grouped.slice(start, count))
 
@@ -213,7 +236,8 @@ class OutputUnit:
 
         ``later``: the units of the part's later files, read in parallel with this one; each
         output gets this unit's rows (written through, then stored), then theirs in file
-        order, as if one unit had read the files one after the other."""
+        order, as if one unit had read the files one after the other. With ``defer`` (see
+        the class), the files are handed over instead, ``threads`` unused."""
         import pyarrow as pa
 
         # The rows are in the store already: their writer buffers them up to a row group
@@ -257,12 +281,29 @@ class OutputUnit:
             unit.pieces = {}
         items = list(joined.items())
         items += [(relative, []) for relative in self.direct if relative not in joined]
+        if self.defer is not None:
+            # Largest first, so that the run does not end on one large file.
+            items.sort(key=lambda item: -self._pending_text(*item))
+            units = (self, *later)
+
+            def close() -> None:
+                for unit in units:
+                    unit.close()
+
+            self.defer(PartWrites([functools.partial(write, item) for item in items], close))
+            return
         if threads == 1 or len(items) < 2:
             for item in items:
                 write(item)
             return
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="clean-write") as pool:
             list(pool.map(write, items))
+
+    def _pending_text(self, relative: str, pieces: list[tuple[object, object, int]]) -> int:
+        """Text that writing ``relative`` still encodes: its stored pieces and what its open
+        writer buffers."""
+        writer = self.outputs.writers.get(relative)
+        return sum(piece[2] for piece in pieces) + getattr(writer, "buffered", 0)
 
     def _whole_file(self, relative: str, rows: int, text: int) -> bool:
         """Whether ``relative`` is written in one call: a Parquet file that no writer holds
@@ -299,10 +340,11 @@ def _text_lengths(rows: pa.Table) -> np.ndarray:
 
 class BatchStore:
     """Groups of rows kept for a second pass. A grouped batch stays in memory while the
-    run's stores hold less than ``budget``'s limit; beyond, each of its groups is appended to
-    a spill file (named as a temporary of one of the outputs) as one Arrow IPC record batch message,
-    and read back alone (one positioned read into memory, freed once written), so that the
-    second pass holds one output's rows at a time and no mapped file pages."""
+    run's stores hold less than ``budget``'s limit; beyond, its groups are appended to a
+    spill file (named as a temporary of one of the outputs), an Arrow IPC file of one record
+    batch per group, written by one call per batch, whose footer locates each group to read
+    it back alone (positioned reads into memory, freed once written): the second pass holds
+    one output's rows at a time and no mapped file pages."""
 
     def __init__(self, output: Path, budget: StoreBudget):
         # The spill file is named as a temporary of ``output``, so that the next run of the
@@ -312,11 +354,12 @@ class BatchStore:
         self.held = 0
         self.in_memory: list[pa.Table] = []
         self.path: Path | None = None
+        self.spilled = 0  # groups in the spill file
         self._file = None
         self._sink = None
-        self._stream = None
+        self._writer = None
         self._source = None
-        self._schema = None
+        self._reader = None
         self._lock = threading.Lock()
 
     def add(self, table: pa.Table, groups: list[tuple[int, int]]) -> list[object]:
@@ -328,7 +371,7 @@ class BatchStore:
             self.held += table.nbytes
             index = len(self.in_memory) - 1
             return [("memory", index, start, count) for start, count in groups]
-        if self._sink is None:
+        if self._writer is None:
             from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
 
             self.output.parent.mkdir(parents=True, exist_ok=True)
@@ -337,20 +380,13 @@ class BatchStore:
             )
             self._file = pa.OSFile(str(self.path), mode="w")
             self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
-            self._schema = table.schema
-            self._stream = pa.ipc.new_stream(self._sink, self._schema)
-            # The schema message goes out with the first batch: send an empty one now, so
-            # that each group's segment below holds its record batch message alone.
-            empty = [pa.nulls(0, field.type) for field in self._schema]
-            self._stream.write_batch(pa.record_batch(empty, schema=self._schema))
+            self._writer = pa.ipc.new_file(self._sink, table.schema)
         batch = table.combine_chunks().to_batches()[0]
-        keys = []
-        for batch_start, count in groups:
-            # One record batch message per group, readable alone with the schema.
-            offset = self._sink.tell()
-            self._stream.write_batch(batch.slice(batch_start, count))
-            keys.append(("file", offset, self._sink.tell() - offset, count))
-        return keys
+        # A table of one chunk per group is written as one record batch per group.
+        slices = [batch.slice(start, count) for start, count in groups]
+        self._writer.write_table(pa.Table.from_batches(slices, batch.schema))
+        first, self.spilled = self.spilled, self.spilled + len(groups)
+        return [("file", first + index, 0, count) for index, (_, count) in enumerate(groups)]
 
     @staticmethod
     def row_count(key) -> int:
@@ -358,29 +394,31 @@ class BatchStore:
         return key[3]
 
     def rows(self, key) -> pa.Table:
-        """The rows stored under ``key``."""
+        """The rows stored under ``key``; once one spilled group is read, no more are added."""
         import pyarrow as pa
 
         where, a, b, count = key
         if where == "memory":
             return self.in_memory[a].slice(b, count)
         with self._lock:
-            if self._source is None:
-                self._sink.flush()
-                self._file.flush()
+            if self._reader is None:
+                self._writer.close()  # the footer that locates the groups
+                self._sink.close()
+                self._writer = self._sink = self._file = None
                 self._source = pa.OSFile(str(self.path), mode="r")
-            data = self._source.read_at(b, a)
-        return pa.Table.from_batches([pa.ipc.read_record_batch(data, self._schema)])
+                self._reader = pa.ipc.open_file(self._source)
+            batch = self._reader.get_batch(a)
+        return pa.Table.from_batches([batch])
 
     def close(self) -> None:
         self.in_memory = []
         self.budget.give_back(self.held)
         self.held = 0
-        for handle in (self._stream, self._sink, self._file, self._source):
+        for handle in (self._writer, self._sink, self._file, self._source):
             if handle is not None:
                 with contextlib.suppress(OSError, ValueError):
                     handle.close()
-        self._stream = self._sink = self._file = self._source = None
+        self._writer = self._sink = self._file = self._source = self._reader = None
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path = None

@@ -1,0 +1,166 @@
+"""The engine's schedule of reads and writes (``columnar_clean._Schedule``) and the store of
+grouped rows (``columnar_outputs.BatchStore``).
+
+The schedule: a part's files are written by a worker the reads leave while the next part is
+read (both cores busy to the end), on one thread right after the part is read, its stores
+closed once after its last file; a failure stops the run and the one raised is the serial
+engine's. The store: each group comes back as it was added, from memory or from the spill
+file, which is removed on close.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+import pytest
+
+from hrm_assets.cleaning.columnar_clean import _Schedule
+from hrm_assets.cleaning.columnar_outputs import BatchStore, PartWrites, StoreBudget
+
+WAIT = 30  # seconds a test waits for another worker before it fails
+
+
+class Run:
+    """Fake units: reading one logs it and queues its part's ``files`` writes; a read or a
+    write named in ``waits`` first waits for the event logged under the name given there."""
+
+    def __init__(self, threads: int, units: list[str], files: int = 2):
+        self.schedule = _Schedule(list(enumerate(units)), threads)
+        self.files = files
+        self.log: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self.waits: dict[str, str] = {}
+        self.logged: dict[str, threading.Event] = {}
+
+    def note(self, what: str) -> None:
+        with self.lock:
+            self.log.append((what, threading.current_thread().name))
+            self.logged.setdefault(what, threading.Event()).set()
+
+    def wait(self, what: str) -> None:
+        if what in self.waits:
+            with self.lock:
+                event = self.logged.setdefault(self.waits[what], threading.Event())
+            assert event.wait(WAIT), f"{what} waited for {self.waits[what]} in vain"
+
+    def read(self, unit: str) -> None:
+        self.note(f"read {unit}")
+        self.wait(f"read {unit}")
+        self.note(f"read {unit} done")
+        self.schedule.write(
+            PartWrites(
+                [lambda n=n: self.write(unit, n) for n in range(self.files)],
+                lambda: self.note(f"close {unit}"),
+            )
+        )
+
+    def write(self, unit: str, number: int) -> None:
+        self.wait(f"write {unit}{number}")
+        self.note(f"write {unit}{number}")
+
+    def events(self) -> list[str]:
+        return [what for what, _ in self.log]
+
+    def threads(self, prefix: str) -> set[str]:
+        return {thread for what, thread in self.log if what.startswith(prefix)}
+
+
+def test_a_parts_files_are_written_while_the_next_part_is_read():
+    run = Run(2, ["a", "b", "c"])
+    run.waits = {
+        "read b": "write a0",  # a's files are written while b is read
+        "write a1": "read b done",  # ... the other worker still writing when b is read
+        "read c": "write b0",  # b's reader reads c, b's files written meanwhile
+    }
+    run.schedule.run(run.read)
+    events = run.events()
+    assert events.index("write a0") < events.index("read b done")
+    assert events.index("read c") < events.index("write b0")
+    assert run.threads("read b") == run.threads("read c")
+    assert (run.threads("write a") | run.threads("write b0")).isdisjoint(run.threads("read b"))
+    for unit in "abc":
+        assert events.count(f"close {unit}") == 1
+        assert events.index(f"close {unit}") > max(
+            events.index(f"write {unit}{n}") for n in range(run.files)
+        )
+
+
+def test_on_one_thread_a_parts_files_are_written_before_the_next_part_is_read():
+    run = Run(1, ["a", "b", "c"])
+    run.schedule.run(run.read)
+    expected = []
+    for unit in "abc":
+        expected += [f"read {unit}", f"read {unit} done", f"write {unit}0", f"write {unit}1"]
+        expected.append(f"close {unit}")
+    assert run.events() == expected
+
+
+def test_a_part_without_files_is_closed_at_once():
+    run = Run(2, ["a"], files=0)
+    run.schedule.run(run.read)
+    assert run.events() == ["read a", "read a done", "close a"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_error_raised_is_the_earliest_in_serial_order(threads):
+    b_failed = threading.Event()
+
+    def read(unit: str) -> None:
+        if unit == "a":
+            if threads > 1:
+                assert b_failed.wait(WAIT)  # the later unit fails first
+            raise OSError("a is damaged")
+        if unit == "b":
+            b_failed.set()
+            raise ValueError("b is damaged")
+
+    schedule = _Schedule(list(enumerate(["a", "b"])), threads)
+    with pytest.raises(OSError, match="a is damaged"):
+        schedule.run(read)
+
+
+def test_after_a_failure_nothing_more_is_read_or_written():
+    run = Run(1, ["a", "b"])
+
+    def failing_write() -> None:
+        raise OSError("disk full")
+
+    def read(unit: str) -> None:
+        run.note(f"read {unit}")
+        run.schedule.write(PartWrites([failing_write], lambda: run.note(f"close {unit}")))
+
+    with pytest.raises(OSError, match="disk full"):
+        run.schedule.run(read)
+    assert run.events() == ["read a"]  # the engine closes every unit after the run
+
+
+def _table(rows: int, tag: str) -> pa.Table:
+    return pa.table(
+        {
+            "condition": ["direct"] * rows,
+            "instruction": [f"{tag} question {i} ü" for i in range(rows)],
+            "response": [f"{tag} answer {i}" * (i % 3) for i in range(rows)],
+        }
+    )
+
+
+def test_the_store_gives_back_each_group_from_memory_or_its_spill_file(tmp_path):
+    first, second, third = _table(40, "first"), _table(30, "second"), _table(25, "third")
+    budget = StoreBudget(first.nbytes)  # the first batch fits, the others spill
+    store = BatchStore(tmp_path / "out" / "task.parquet", budget)
+    groups = {
+        "first": (first, [(0, 10), (10, 1), (11, 29)]),
+        "second": (second, [(0, 30)]),
+        "third": (third, [(0, 5), (5, 20)]),
+    }
+    keys = {name: store.add(table, ranges) for name, (table, ranges) in groups.items()}
+    assert keys["first"][0][0] == "memory" and keys["second"][0][0] == "file"
+    spill = store.path
+    assert spill is not None and spill.exists() and spill.parent == tmp_path / "out"
+    for name, (table, ranges) in reversed(groups.items()):  # any order, as the writers ask
+        for key, (start, count) in zip(keys[name], ranges, strict=True):
+            assert BatchStore.row_count(key) == count
+            assert store.rows(key).equals(table.slice(start, count))
+    store.close()
+    assert not spill.exists() and budget.held == 0
