@@ -556,11 +556,8 @@ class ParquetRowWriter:
             rows = pa.Table.from_arrays(columns, schema=self._schema)
             del columns
             if self._mapped:
-                # Again before the write, with the pages the pieces' plan touched (offsets,
-                # copied pieces: up to 170 MB for OpenMathInstruct-2's two files).
+                # Again before the write.
                 pa.default_memory_pool().release_unused()
-                for mapped in self._mapped:
-                    mapped.drop_pages()
             with pages_dropped_while(self._mapped):
                 self._parquet_writer().write_table(rows)
             del rows
@@ -616,6 +613,11 @@ class ParquetRowWriter:
                             joint = _joined(column, a, b)
                             stream.write_batch(pa.record_batch([joint], schema=schema))
                 segments.append((offset, handle.tell() - offset))
+                # The copies read the mapped rows around each joint: let their pages go
+                # now, not when the write starts (with two row groups planned at once, as
+                # OpenMathInstruct-2's, they added up to 190 MB).
+                for mapped in self._mapped:
+                    mapped.drop_pages()
         joints = MappedFile(self._spill_path)
         self._mapped.append(joints)
         return [
