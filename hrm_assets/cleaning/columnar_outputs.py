@@ -378,7 +378,9 @@ class BatchStore:
             self.path = create_temporary_file(
                 self.output.parent, f"{TMP_PREFIX}{self.output.name}."
             )
-            self._file = pa.OSFile(str(self.path), mode="w")
+            # Appended to, not opened "w": ext4 writes a file truncated by its open to disk
+            # when it is closed (auto_da_alloc), and this one is new and empty anyway.
+            self._file = pa.OSFile(str(self.path), mode="a")
             self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
             self._writer = pa.ipc.new_file(self._sink, table.schema)
         batch = table.combine_chunks().to_batches()[0]
