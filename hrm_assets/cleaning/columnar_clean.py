@@ -256,8 +256,16 @@ class _Schedule:
             ]
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                thread.join()
+            try:
+                for thread in threads:
+                    thread.join()
+            except BaseException as interrupt:  # the units must not be closed under a worker
+                with self._changed:
+                    self.errors.append(((-1, 0), interrupt))
+                    self._changed.notify_all()
+                for thread in threads:
+                    thread.join()
+                raise
         if self.errors:
             raise min(self.errors, key=lambda found: found[0])[1]
 
