@@ -5,7 +5,8 @@ makes it write them back, so the ``fsync`` that makes a large output durable wai
 its data at once: 0.2-0.25 s for OpenMathInstruct-2's 554 MB ``cot.parquet`` on this
 project's machine, after the write of it ends. :class:`WritebackFile` asks the kernel to start
 writing each :data:`WRITEBACK_BYTES` behind the writer (Linux ``sync_file_range`` with
-``SYNC_FILE_RANGE_WRITE``: it starts the I/O and does not wait for it), so the disk works
+``SYNC_FILE_RANGE_WRITE``: it starts the I/O and does not wait for it), and of the rest when
+the file is closed (a run's many small outputs, each under that size), so the disk works
 while the writer encodes and the final ``fsync`` finds little left (0.01-0.05 s for the same
 554 MB). It changes neither the bytes nor the durability: the ``fsync`` is still what makes
 the file durable. Where the call is missing (not Linux) or refused, the file is an ordinary
@@ -37,7 +38,7 @@ def _sync_file_range():
 
 class WritebackFile(io.BufferedWriter):
     """A buffered binary writer on an open descriptor that starts the write-back of every
-    ``every`` bytes written (see the module docstring)."""
+    ``every`` bytes written, and of the rest when it is closed (see the module docstring)."""
 
     def __init__(self, fd: int, every: int = WRITEBACK_BYTES):
         super().__init__(io.FileIO(fd, "wb"))
@@ -49,10 +50,22 @@ class WritebackFile(io.BufferedWriter):
     def write(self, data) -> int:
         written = super().write(data)
         self._written += written
-        if self._start is not None and self._written - self._started >= self._every:
-            self.flush()
-            length = self._written - self._started
-            if self._start(self.fileno(), self._started, length, _SYNC_FILE_RANGE_WRITE):
-                self._start = None  # refused (not supported here): an ordinary file from now
-            self._started = self._written
+        if self._written - self._started >= self._every:
+            self._start_writeback()
         return written
+
+    def close(self) -> None:
+        # The tail too: a run's many small outputs (FLAN's task files) are each under
+        # ``every``, and would otherwise all wait for the commit's sync to start.
+        if not self.closed and self._written > self._started:
+            self._start_writeback()
+        super().close()
+
+    def _start_writeback(self) -> None:
+        if self._start is None:
+            return
+        self.flush()
+        length = self._written - self._started
+        if self._start(self.fileno(), self._started, length, _SYNC_FILE_RANGE_WRITE):
+            self._start = None  # refused (not supported here): an ordinary file from now
+        self._started = self._written

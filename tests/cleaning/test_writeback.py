@@ -29,8 +29,9 @@ def test_a_writeback_file_starts_the_write_back_behind_the_writer_same_bytes(tmp
         for piece in pieces:
             handle.write(piece)
     assert path.read_bytes() == b"".join(pieces)
-    # Contiguous ranges from the start, each started once at least 1000 bytes behind.
-    assert started == [(0, 1315), (1315, 2112)]
+    # Contiguous ranges from the start, each started once at least 1000 bytes behind, and
+    # the tail when the file is closed.
+    assert started == [(0, 1315), (1315, 2112), (3427, 1)]
 
     refused: list[int] = []
     monkeypatch.setattr(
