@@ -179,7 +179,10 @@ impl<'a> LinePairs<'a> {
     /// `head` (if any), then every other line of the block from its line `from`, one a row.
     fn every_other(&self, head: Option<&'a [u8]>, from: usize) -> impl Iterator<Item = &'a [u8]> {
         let (block, rest) = (self.block, self.stripped.get(from..).unwrap_or_default());
-        let lines = rest.iter().step_by(2).map(move |range| &block[range.clone()]);
+        let lines = rest
+            .iter()
+            .step_by(2)
+            .map(move |range| &block[range.clone()]);
         head.into_iter().chain(lines).take(self.rows())
     }
 
@@ -324,7 +327,15 @@ mod tests {
         let lines = block_lines(text.as_bytes(), true).unwrap();
         assert_eq!(
             stripped(text.as_bytes(), &lines),
-            ["a", "b", "c", "d\x0be\x0cf\x1cg\u{85}h\u{2028}i", "", "", "j"]
+            [
+                "a",
+                "b",
+                "c",
+                "d\x0be\x0cf\x1cg\u{85}h\u{2028}i",
+                "",
+                "",
+                "j"
+            ]
         );
         assert_eq!(lines.consumed, text.len());
     }
@@ -334,7 +345,10 @@ mod tests {
         let text = "\u{a0}\x1f a b\u{3000}\u{202f}\n\u{200b}x\u{feff}\n\t\u{2029}\n";
         let lines = block_lines(text.as_bytes(), false).unwrap();
         // U+200B (zero width space) and U+FEFF are not whitespace for Python.
-        assert_eq!(stripped(text.as_bytes(), &lines), ["a b", "\u{200b}x\u{feff}", ""]);
+        assert_eq!(
+            stripped(text.as_bytes(), &lines),
+            ["a b", "\u{200b}x\u{feff}", ""]
+        );
     }
 
     #[test]

@@ -774,7 +774,16 @@ mod tests {
     /// indexed whole or as windows.
     #[test]
     fn the_sampled_pre_test_loses_no_match_for_any_n() {
-        for (n, min_words) in [(1, 1), (2, 1), (3, 3), (4, 2), (5, 5), (8, 3), (20, 8), (40, 9)] {
+        for (n, min_words) in [
+            (1, 1),
+            (2, 1),
+            (3, 3),
+            (4, 2),
+            (5, 5),
+            (8, 3),
+            (20, 8),
+            (40, 9),
+        ] {
             let matched = sampled_scan_is_every_position(n, min_words, 3_000);
             assert!(matched > 0, "n {n}: {matched}");
         }

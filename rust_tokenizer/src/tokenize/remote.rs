@@ -185,18 +185,9 @@ async fn publish(
 ) -> Result<()> {
     let manifest = folder.child(MANIFEST_FILE);
     delete_if_present(&store, &manifest).await?;
-    let marker = folder.child(OWNER_MARKER);
     let marker_path = dir.join(OWNER_MARKER);
     let marker_bytes = fs::read(&marker_path).at(&marker_path)?;
-    let digest = sha256_hex(&marker_bytes);
-    store
-        .put_opts(
-            &marker.path(),
-            PutPayload::from(marker_bytes),
-            sha256_attributes(digest).into(),
-        )
-        .await
-        .map_err(|err| marker.error(err))?;
+    put_object(&store, &folder.child(OWNER_MARKER), marker_bytes).await?;
     // Sidecars travel with their folder: a previous write's must not outlive it.
     let sidecars: Vec<&str> = [SCAN_FILE, KEYS_FILE]
         .into_iter()
@@ -235,19 +226,8 @@ async fn publish(
             large.push((path, url, digest));
         } else {
             let bytes = fs::read(&path).at(&path)?;
-            let digest = sha256_hex(&bytes);
             let store = store.clone();
-            small.spawn(async move {
-                store
-                    .put_opts(
-                        &url.path(),
-                        PutPayload::from(bytes),
-                        sha256_attributes(digest).into(),
-                    )
-                    .await
-                    .map(|_| ())
-                    .map_err(|err| url.error(err))
-            });
+            small.spawn(async move { put_object(&store, &url, bytes).await });
         }
     }
     let mut first_error = None;
@@ -271,16 +251,21 @@ async fn publish(
         return Err(err);
     }
 
-    let digest = sha256_hex(&manifest_bytes);
+    put_object(&store, &manifest, manifest_bytes).await
+}
+
+/// PUT `bytes` as `url` in one request, their SHA-256 as the object's user metadata.
+async fn put_object(store: &Arc<dyn ObjectStore>, url: &ObjectUrl, bytes: Vec<u8>) -> Result<()> {
+    let digest = sha256_hex(&bytes);
     store
         .put_opts(
-            &manifest.path(),
-            PutPayload::from(manifest_bytes),
+            &url.path(),
+            PutPayload::from(bytes),
             sha256_attributes(digest).into(),
         )
         .await
-        .map_err(|err| manifest.error(err))?;
-    Ok(())
+        .map(|_| ())
+        .map_err(|err| url.error(err))
 }
 
 /// DELETE `url`, an object already gone being no error (some S3-compatible stores answer 404).
