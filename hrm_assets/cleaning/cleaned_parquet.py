@@ -217,19 +217,30 @@ def _discard_spill(stream, handle, path: Path | None) -> None:
         path.unlink(missing_ok=True)
 
 
-def _open_spill(output: Path, schema: pa.Schema):
-    """``(path, file, stream)``: a spill file beside ``output``, named as one of its
-    temporaries (the next run of the source removes it if this one dies), and an Arrow IPC
-    stream of ``schema`` writing to it."""
+def new_spill_path(output: Path) -> Path:
+    """A new, empty spill file beside ``output``, named as one of its temporaries (the next
+    run of the source removes it if this one dies). Open it to append, never "w": ext4 writes
+    a file truncated by its open to disk when it is closed (``auto_da_alloc``), 0.23-0.26 s
+    of the closing thread for 640 MB, for a file removed seconds later."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return create_temporary_file(output.parent, f"{TMP_PREFIX}{output.name}.")
+
+
+def open_spill_file(output: Path) -> tuple[Path, pa.OSFile]:
+    """``(path, file)``: :func:`new_spill_path` opened to append as a native file (a Python
+    one would copy every buffer into a bytes object)."""
     import pyarrow as pa
 
-    output.parent.mkdir(parents=True, exist_ok=True)
-    path = create_temporary_file(output.parent, f"{TMP_PREFIX}{output.name}.")
-    # A native file: a Python one would copy every buffer into a bytes object. Appended to,
-    # not opened "w": ext4 flushes a file truncated by its open to disk when it is closed
-    # (auto_da_alloc), 0.23-0.26 s of the closing thread for 640 MB, and the spill file is
-    # new and empty anyway.
-    handle = pa.OSFile(str(path), mode="a")
+    path = new_spill_path(output)
+    return path, pa.OSFile(str(path), mode="a")
+
+
+def _open_spill(output: Path, schema: pa.Schema):
+    """``(path, file, stream)``: :func:`open_spill_file` and an Arrow IPC stream of
+    ``schema`` writing to it."""
+    import pyarrow as pa
+
+    path, handle = open_spill_file(output)
     return path, handle, pa.ipc.new_stream(handle, schema)
 
 
@@ -598,10 +609,7 @@ class ParquetRowWriter:
         import pyarrow as pa
 
         if self._spill_path is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._spill_path = create_temporary_file(
-                self.path.parent, f"{TMP_PREFIX}{self.path.name}."
-            )
+            self._spill_path = new_spill_path(self.path)
         segments = []
         schema = pa.schema([("piece", pa.string())])
         with pa.OSFile(str(self._spill_path), mode="a") as handle:

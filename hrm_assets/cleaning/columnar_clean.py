@@ -273,9 +273,9 @@ class _Schedule:
         """The next task, ``("read", order, unit)`` or ``("write", order, entry)``; None when
         nothing is left (or a failure stopped the run). Called holding the lock."""
         while not self.errors:
-            others = self.reading
+            # ``reading`` counts the other threads: this one reads nothing while it asks.
             if self.reads and (
-                not self.writes or (self.threads > 1 and others < max(1, self.threads // 2))
+                not self.writes or (self.threads > 1 and self.reading < max(1, self.threads // 2))
             ):
                 order, unit = self.reads.popleft()
                 self.reading += 1

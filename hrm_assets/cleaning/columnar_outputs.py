@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hrm_assets.cleaning.arrow_buffers import index_array, integers
-from hrm_assets.cleaning.cleaned_parquet import BufferBudget, ParquetSegment, fits_one_write
+from hrm_assets.cleaning.cleaned_parquet import (
+    BufferBudget,
+    ParquetSegment,
+    fits_one_write,
+    open_spill_file,
+)
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import PREVIEW_CHARS, PREVIEW_ROWS
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -247,13 +252,8 @@ class OutputUnit:
         def write(item: tuple[str, list[tuple[object, object, int]]]) -> None:
             # (store, key, text) of stored rows, or (segment, None, text it holds in memory)
             relative, pieces = item
-            direct = self.direct.get(relative, 0)
-            text = direct + sum(p[2] for p in pieces)
-            # Rows written through are held by their writer only up to a large row group's
-            # threshold (past it, in its spill file): what it holds counts, not their text.
-            held = text - direct
-            held += getattr(self.outputs.writers.get(relative), "buffered", 0)
-            with self.gate.hold(held):
+            text = self.direct.get(relative, 0) + sum(p[2] for p in pieces)
+            with self.gate.hold(self._pending_text(relative, pieces)):
                 rows = sum(BatchStore.row_count(key) for _, key, _ in pieces if key is not None)
                 if self._whole_file(relative, rows, text):
                     # Most task files: one table, one call, no streaming writer.
@@ -301,7 +301,8 @@ class OutputUnit:
 
     def _pending_text(self, relative: str, pieces: list[tuple[object, object, int]]) -> int:
         """Text that writing ``relative`` still encodes: its stored pieces and what its open
-        writer buffers."""
+        writer buffers (rows written through are held by their writer only up to a large row
+        group's threshold, past it in its spill file: what it holds counts, not their text)."""
         writer = self.outputs.writers.get(relative)
         return sum(piece[2] for piece in pieces) + getattr(writer, "buffered", 0)
 
@@ -372,15 +373,7 @@ class BatchStore:
             index = len(self.in_memory) - 1
             return [("memory", index, start, count) for start, count in groups]
         if self._writer is None:
-            from hrm_assets.common.atomic import TMP_PREFIX, create_temporary_file
-
-            self.output.parent.mkdir(parents=True, exist_ok=True)
-            self.path = create_temporary_file(
-                self.output.parent, f"{TMP_PREFIX}{self.output.name}."
-            )
-            # Appended to, not opened "w": ext4 writes a file truncated by its open to disk
-            # when it is closed (auto_da_alloc), and this one is new and empty anyway.
-            self._file = pa.OSFile(str(self.path), mode="a")
+            self.path, self._file = open_spill_file(self.output)
             self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
             self._writer = pa.ipc.new_file(self._sink, table.schema)
         batch = table.combine_chunks().to_batches()[0]
