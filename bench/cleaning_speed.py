@@ -1,13 +1,18 @@
 """Cleaning speed: our cleaner against data_io's algorithm and the read-and-write bound.
 
-``python -m bench.cleaning_speed [--rows SOURCE=N ...] [--only SOURCE ...] [--quick] [--write]``
-generates raw files in the real schema of each source (:mod:`bench.cleaning_speed_raw`: FLAN,
-SYNTH, OpenMathInstruct-2, tasksource, dmmath and GSM8K, the shape data_io loads with
-``load_dataset`` and walks in Python) under a temporary raw root, then cleans each by every
-method of :mod:`bench.cleaning_speed_methods` (ours, data_io's script restated, the bound), each
-in a fresh Python process (peak RSS: the child's ``VmHWM``).
+``python -m bench.cleaning_speed [--rows SOURCE=N ...] [--only SOURCE ...] [--repeats N]
+[--quick] [--write]`` generates raw files in the real schema of each source
+(:mod:`bench.cleaning_speed_raw`: FLAN, SYNTH, OpenMathInstruct-2, tasksource, dmmath and GSM8K,
+the shape data_io loads with ``load_dataset`` and walks in Python) under a temporary raw root,
+then cleans each by every method of :mod:`bench.cleaning_speed_methods` (ours, data_io's script
+restated, the bound), each in a fresh Python process (peak RSS: the child's ``VmHWM``), in
+``--repeats`` rounds (default 3): each round runs the three methods one after the other on the
+same files, so every method meets the same moments of the machine's load.
 
-Figures: wall time, rows/s, raw MB/s, peak RSS; ratios data_io / ours and ours / bound.
+Figures: wall time (the best round's, and the median), rows/s, raw MB/s, peak RSS (the
+highest round's); ratios data_io / ours and ours / bound of the best times (and of the
+medians, shown beside them). The best of a few rounds is the figure least moved by other work
+on the machine; a lone run on 2 cores moved FLAN's time by half between runs of the same code.
 Outputs must be byte-identical to data_io's (same pyarrow, same orjson), SYNTH's rows equal
 (data_io's polars writes other bytes, see ``sources/synth.py``). ``--quick``: a few thousand
 rows per source, for tests.
@@ -49,6 +54,7 @@ DEFAULT_ROWS = {
     "gsm8k_train": 1_000_000,
 }
 QUICK_ROWS = 3_000
+DEFAULT_REPEATS = 3
 SECTION = "cleaning_speed"
 
 # Targets of issue 28 (measured in the same run, never as timed tests).
@@ -79,8 +85,19 @@ class Measurement:
     raw_bytes: int
     rows_written: int
     files: int
-    seconds: float
-    peak_rss_bytes: int
+    seconds: float  # the best round's
+    peak_rss_bytes: int  # the highest round's
+    rounds: list[float] = field(default_factory=list)  # every round's wall time, in order
+
+    @property
+    def median_seconds(self) -> float:
+        if not self.rounds:
+            return self.seconds
+        ordered = sorted(self.rounds)
+        middle = len(ordered) // 2
+        if len(ordered) % 2:
+            return ordered[middle]
+        return (ordered[middle - 1] + ordered[middle]) / 2
 
     @property
     def rows_per_second(self) -> float:
@@ -99,8 +116,10 @@ class SourceResult:
     same_output: bool  # same bytes as data_io's; SYNTH: same rows
     measurements: dict[str, Measurement] = field(default_factory=dict)
 
-    def ratio(self, numerator: str, denominator: str) -> float:
+    def ratio(self, numerator: str, denominator: str, median: bool = False) -> float:
         top, bottom = self.measurements[numerator], self.measurements[denominator]
+        if median:
+            return top.median_seconds / bottom.median_seconds
         return top.seconds / bottom.seconds if bottom.seconds else float("inf")
 
     @property
@@ -171,30 +190,35 @@ class CleaningSpeedResult:
 
     def table(self) -> str:
         lines = [
-            "| source | raw | method | wall | rows/s | raw MB/s | peak RSS | files |",
-            "|---|---|---|---|---|---|---|---|",
+            "| source | raw | method | wall: best (median) | rounds | rows/s | raw MB/s | "
+            "peak RSS | files |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for result in self.sources.values():
             raw = f"{result.raw_rows:,} rows, {result.raw_bytes / 1e6:,.0f} MB"
             for method in METHODS:
                 m = result.measurements[method]
+                rounds = " / ".join(f"{seconds:.2f}" for seconds in m.rounds) or "-"
                 lines.append(
-                    f"| {result.source} | {raw} | {method} | {m.seconds:.2f} s | "
-                    f"{m.rows_per_second:,.0f} | {m.mb_per_second:,.0f} | "
-                    f"{m.peak_rss_bytes / 2**20:,.0f} MiB | {m.files:,} |"
+                    f"| {result.source} | {raw} | {method} | {m.seconds:.2f} s "
+                    f"({m.median_seconds:.2f} s) | {rounds} | {m.rows_per_second:,.0f} | "
+                    f"{m.mb_per_second:,.0f} | {m.peak_rss_bytes / 2**20:,.0f} MiB | "
+                    f"{m.files:,} |"
                 )
         lines += [
             "",
-            "| source | data_io / ours (target) | ours / bound (target) | peak RSS (target) | "
-            "output | met |",
-            "|---|---|---|---|---|---|",
+            "| source | data_io / ours (target) | ours / bound (target) | medians: data_io / "
+            "ours, ours / bound | peak RSS (target) | output | met |",
+            "|---|---|---|---|---|---|---|",
         ]
         for result in self.sources.values():
             ours = result.measurements["ours"]
             lines.append(
                 f"| {result.source} | {result.speedup:.2f}x (>= "
                 f"{SPEEDUP_TARGETS[result.source]:g}x) | {result.over_bound:.2f}x (<= "
-                f"{BOUND_RATIO_TARGET:g}x) | {ours.peak_rss_bytes / 2**20:,.0f} MiB (<= 600 MiB) "
+                f"{BOUND_RATIO_TARGET:g}x) | {result.ratio('data_io', 'ours', median=True):.2f}x, "
+                f"{result.ratio('ours', 'bound', median=True):.2f}x | "
+                f"{ours.peak_rss_bytes / 2**20:,.0f} MiB (<= 600 MiB) "
                 f"| {'same' if result.same_output else 'DIFFERENT'} | "
                 f"{'yes' if result.meets_targets else 'no'} |"
             )
@@ -227,7 +251,10 @@ def _same_rows(ours: Path, theirs: Path) -> bool:
 def _run_child(method: str, source: str, raw: Path, out: Path, reference: Path) -> dict:
     # data_io's load_dataset converts the shards into a fresh cache beside them, offline; its
     # whole Hugging Face home is there too, so that runs at once share no cache or lock file.
+    # Every round starts with no cache and no outputs, as the first did.
     cache = raw.parent / "hf-cache" / method
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),
@@ -264,11 +291,15 @@ def run_cleaning_speed_benchmark(
     sources: Sequence[str] = SOURCES,
     work_dir: Path | None = None,
     log: Log | None = None,
+    repeats: int = DEFAULT_REPEATS,
 ) -> CleaningSpeedResult:
-    """Generate each source's raw files, clean them by each method in a fresh process, and
-    return the figures. ``rows``: raw rows per source (default :data:`DEFAULT_ROWS`)."""
+    """Generate each source's raw files, clean them by each method in a fresh process, in
+    ``repeats`` rounds of the three methods, and return the figures. ``rows``: raw rows per
+    source (default :data:`DEFAULT_ROWS`)."""
     from bench.report import machine_info
 
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     log = log or (lambda message: None)
     rows = {**DEFAULT_ROWS, **(rows or {})}
     results = {}
@@ -283,21 +314,28 @@ def run_cleaning_speed_benchmark(
             log(f"cleaning_speed: writing {rows[source]:,} raw {source} rows")
             paths = WRITERS[source](raw, rows[source])
             raw_bytes = sum(path.stat().st_size for path in paths)
-            measured: dict[str, Measurement] = {}
-            for method in METHODS:
-                out = root / method
-                log(f"cleaning_speed: {source} by {method}")
-                figures = _run_child(method, source, raw, out, root / "ours")
-                measured[method] = Measurement(
+            runs: dict[str, list[dict]] = {method: [] for method in METHODS}
+            for round_number in range(1, repeats + 1):
+                # ours first in every round: the bound writes ours' outputs again.
+                for method in METHODS:
+                    log(f"cleaning_speed: {source} by {method}, round {round_number}/{repeats}")
+                    runs[method].append(
+                        _run_child(method, source, raw, root / method, root / "ours")
+                    )
+            measured = {
+                method: Measurement(
                     source,
                     method,
                     rows[source],
                     raw_bytes,
-                    figures["rows_written"],
-                    figures["files"],
-                    figures["seconds"],
-                    figures["peak_rss_bytes"],
+                    figures[-1]["rows_written"],
+                    figures[-1]["files"],
+                    min(run["seconds"] for run in figures),
+                    max(run["peak_rss_bytes"] for run in figures),
+                    [run["seconds"] for run in figures],
                 )
+                for method, figures in runs.items()
+            }
             if source == "synth":
                 same = _same_rows(root / "ours", root / "data_io")
             else:
@@ -309,9 +347,11 @@ def run_cleaning_speed_benchmark(
 
 def stage_report(factor: float, work_dir: Path | None, log: Log):
     """``python -m bench``'s stage at a size factor (1: :data:`DEFAULT_ROWS`): the summary
-    rows against the issue's targets and the section."""
+    rows against the issue's targets and the section. Below half size one round: a smoke
+    run, whose times say nothing."""
     rows = {name: max(200, round(count * factor)) for name, count in DEFAULT_ROWS.items()}
-    return result_stage(run_cleaning_speed_benchmark(rows, SOURCES, work_dir, log))
+    repeats = DEFAULT_REPEATS if factor >= 0.5 else 1
+    return result_stage(run_cleaning_speed_benchmark(rows, SOURCES, work_dir, log, repeats))
 
 
 def result_stage(result: CleaningSpeedResult):
@@ -319,12 +359,14 @@ def result_stage(result: CleaningSpeedResult):
     from bench.report import Ratio, StageReport
 
     ratios = []
+    rounds = _rounds(result)
+    best = f", best of {rounds} rounds" if rounds > 1 else ""
     for name, source in result.sources.items():
         ours, theirs, bound = (source.measurements[m] for m in METHODS)
         shape = f"{source.raw_rows:,} rows, {source.raw_bytes / 1e6:,.0f} MB raw"
         ratios += [
             Ratio(
-                figure=f"{name} ({shape}): data_io's time / ours",
+                figure=f"{name} ({shape}): data_io's time / ours{best}",
                 ours=f"{ours.seconds:.2f} s",
                 baseline=f"{theirs.seconds:.2f} s",
                 ratio=source.speedup,
@@ -332,7 +374,7 @@ def result_stage(result: CleaningSpeedResult):
                 met=source.speedup >= SPEEDUP_TARGETS[name],
             ),
             Ratio(
-                figure=f"{name}: our time / the read-and-write bound",
+                figure=f"{name}: our time / the read-and-write bound{best}",
                 ours=f"{ours.seconds:.2f} s",
                 baseline=f"{bound.seconds:.2f} s",
                 ratio=source.over_bound,
@@ -355,7 +397,9 @@ def result_stage(result: CleaningSpeedResult):
         "restated (FLAN: pyarrow and a Python loop; SYNTH: its polars plan; OpenMathInstruct-2, "
         "tasksource, GSM8K: `load_dataset` and a Python loop; dmmath: `readlines`) and by the "
         "bound (read the needed columns, write the same output contents; files in parallel), "
-        "each in a fresh process. Outputs byte-identical to data_io's (SYNTH: rows equal): "
+        f"each in a fresh process, {rounds} round(s) of the three methods (ratios of the best "
+        "rounds; the medians in the table). Outputs byte-identical to data_io's (SYNTH: rows "
+        "equal): "
         + ", ".join(f"{n} {'yes' if s.same_output else 'NO'}" for n, s in result.sources.items())
         + ". Analysis against the targets: docs/BENCHMARKS-cleaning.md.\n\n"
         + result.table()
@@ -447,11 +491,19 @@ def write_doc(result: CleaningSpeedResult, command: str, path: Path = DOC_PATH) 
         f"`{command}` on {result.machine.get('cpu', 'this machine')} "
         f"({result.machine.get('cores', '?')} cores), commit "
         f"{result.machine.get('commit', '?')}, load average "
-        f"{os.getloadavg()[0]:.2f} after the run. Each method in a fresh process; the bound "
-        "reads the needed columns and writes our output files' contents again, files in "
-        "parallel.\n\n" + result.table()
+        f"{os.getloadavg()[0]:.2f} after the run. Each method in a fresh process, "
+        f"{_rounds(result)} rounds of the three; ratios of the best rounds, the medians' "
+        "beside them. The bound reads the needed columns and writes our output files' "
+        "contents again, files in parallel.\n\n" + result.table()
     )
     replace_section(path, SECTION, text, title="## Cleaning speed")
+
+
+def _rounds(result: CleaningSpeedResult) -> int:
+    return max(
+        (len(m.rounds) for s in result.sources.values() for m in s.measurements.values()),
+        default=1,
+    )
 
 
 def write_summary(result: CleaningSpeedResult, command: str, when: str) -> None:
@@ -507,6 +559,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"raw rows of a source (default: {DEFAULT_ROWS})",
     )
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROWS} rows per source")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"rounds of the three methods per source, the best kept (default "
+        f"{DEFAULT_REPEATS}; 1 with --quick)",
+    )
     parser.add_argument("--only", nargs="+", choices=SOURCES, default=list(SOURCES))
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also save the figures here")
@@ -532,11 +592,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = CleaningSpeedResult.from_dict(json.loads(args.from_json.read_text("utf-8")))
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(args.from_json.stat().st_mtime))
     else:
+        repeats = args.repeats or (1 if args.quick else DEFAULT_REPEATS)
         result = run_cleaning_speed_benchmark(
             rows,
             args.only,
             args.work_dir,
             log=lambda message: print(message, file=sys.stderr, flush=True),
+            repeats=repeats,
         )
     print(result.table())
     if args.json is not None:
