@@ -88,6 +88,27 @@ def test_a_file_s_blocks_carry_their_raw_bytes_and_its_unpaired_line(tmp_path, m
     assert columnar_pairs(tmp_path / "empty.txt") == []
 
 
+def test_a_file_of_many_pages_is_read_through_the_pages_its_blocks_let_go(tmp_path, monkeypatch):
+    # The file is mapped; a block's pages are given back once its lines are read, and a line
+    # longer than a block grows the block over several pages.
+    import mmap
+
+    monkeypatch.setattr(dmmath, "BLOCK_BYTES", mmap.PAGESIZE + 7)
+    rng = random.Random(3)
+    lines = [" ".join(rng.choice(["é", "x" * rng.randint(1, 90), "\u3000"]) for _ in range(9))]
+    lines += ["long " * (3 * mmap.PAGESIZE // 5)]
+    lines += [f" q{index} {'y' * rng.randint(0, 300)}" for index in range(2000)]
+    path = tmp_path / "module.txt"
+    path.write_bytes("".join(line + rng.choice(ENDS) for line in lines).encode("utf-8"))
+    assert path.stat().st_size > 50 * mmap.PAGESIZE
+    batches = list(dmmath.read_pair_batches(path))
+    assert len(batches) > 50
+    assert sum(int(batch.schema.metadata[b"hrm.raw_bytes"]) for batch in batches) == (
+        path.stat().st_size
+    )
+    assert columnar_pairs(path) == text_mode_pairs(path)
+
+
 @pytest.mark.parametrize("block", [3, 1 << 20])
 def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, monkeypatch, block):
     monkeypatch.setattr(dmmath, "BLOCK_BYTES", block)

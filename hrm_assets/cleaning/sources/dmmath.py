@@ -22,6 +22,7 @@ Deliberate differences:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 from collections.abc import Iterable, Iterator, Sequence
@@ -135,20 +136,19 @@ def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
     schema = _pair_schema()
     pending = None  # a question whose answer is in the next block
     line = 1  # the file's number of the block's first line
-    carry = b""  # the start of a line whose end is not read yet
-    with open(path, "rb") as handle:
+    with _mapped(path) as text:
+        start, size = 0, len(text)
+        length = BLOCK_BYTES  # grows while a line is longer than a block
         while True:
-            chunk = handle.read(BLOCK_BYTES)
-            last = not chunk
-            block = carry + chunk if carry else chunk
+            end = min(start + length, size)
+            last = end == size
             try:
                 consumed, lines, *buffers, pending = question_answer_lines(
-                    block, pending, line, last
+                    text[start:end], pending, line, last
                 )
             except ValueError as error:
                 raise ValueError(f"{path}: {error}") from None
             line += lines
-            carry = block[consumed:]
             if consumed:
                 metadata = {RAW_BYTES_KEY: str(consumed).encode()}
                 yield pa.record_batch(
@@ -157,9 +157,60 @@ def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
                 )
             if last:
                 break
+            if consumed:
+                start, length = start + consumed, BLOCK_BYTES
+                text.release(start)
+            else:
+                length += BLOCK_BYTES
     if pending is not None:
         question = _text_column(struct.pack("<2q", 0, len(pending)), pending)
         yield pa.record_batch([question, pa.nulls(1, pa.large_string())], schema=schema)
+
+
+class _MappedText:
+    """A file's bytes mapped read-only: its blocks are views of the page cache, neither
+    copied by a read nor written to fresh pages that the kernel zeroes first."""
+
+    def __init__(self, handle):
+        import mmap
+        import os
+
+        # An empty file cannot be mapped; its one block is empty.
+        size = os.fstat(handle.fileno()).st_size
+        self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+        self._view = memoryview(self._map if size else b"")
+        self._released = 0
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    def __getitem__(self, block: slice) -> memoryview:
+        return self._view[block]
+
+    def release(self, end: int) -> None:
+        """Let go of the pages before ``end``, which no later block reads: the process holds
+        about a block of a large file, as when it read the file block by block."""
+        import mmap
+
+        end -= end % mmap.PAGESIZE
+        if end > self._released:
+            self._map.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+            self._released = end
+
+    def close(self) -> None:
+        self._view.release()
+        if self._map is not None:
+            self._map.close()
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[_MappedText]:
+    with open(path, "rb") as handle:
+        text = _MappedText(handle)
+    try:
+        yield text
+    finally:
+        text.close()
 
 
 def clean_dmmath_batch(batch, part: str) -> CleanedBatch:

@@ -1,34 +1,60 @@
 //! Binding of the paired lines of a text block (`rust_tokenizer/src/text_lines.rs`):
 //! `question_answer_lines`.
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::{ffi, Bound};
 
 use crate::text_lines::{block_lines, column_sizes, write_data, write_offsets, LinePairs};
+
+/// A new `bytes` of `len` bytes, every one written by `fill` without the GIL (not zeroed
+/// first, as `PyBytes::new_with` does: a second pass over megabytes of a block's text).
+fn filled_bytes<'py>(
+    py: Python<'py>,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) + Send,
+) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: a NULL source gives an uninitialised `bytes` of `len` bytes that no other code
+    // sees until it is returned; `fill` writes all of them (`write_offsets` and `write_data`
+    // fill the sizes `column_sizes` gives) before that.
+    unsafe {
+        let pointer = ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as ffi::Py_ssize_t);
+        let bytes = Bound::from_owned_ptr_or_err(py, pointer)?.cast_into_unchecked::<PyBytes>();
+        let buffer = std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(pointer).cast(), len);
+        py.detach(|| fill(buffer));
+        Ok(bytes)
+    }
+}
 
 /// A `large_string` column's offsets and data, each written in place into a new `bytes`.
 fn column_bytes<'py, 'v, I>(
     py: Python<'py>,
-    values: impl Fn() -> I,
+    values: impl Fn() -> I + Sync,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>
 where
     I: Iterator<Item = &'v [u8]>,
 {
     let (offset_bytes, data_bytes) = column_sizes(values());
-    let offsets = PyBytes::new_with(py, offset_bytes, |out| {
-        write_offsets(values(), out);
-        Ok(())
-    })?;
-    let data = PyBytes::new_with(py, data_bytes, |out| {
-        write_data(values(), out);
-        Ok(())
-    })?;
+    let offsets = filled_bytes(py, offset_bytes, |out| write_offsets(values(), out))?;
+    let data = filled_bytes(py, data_bytes, |out| write_data(values(), out))?;
     Ok((offsets, data))
 }
 
-/// The question/answer pairs of the whole lines of `block` (bytes of a UTF-8 text file read
-/// from where the previous block's lines ended), after `pending`, the question the previous
+/// The memory of a C-contiguous byte buffer (`bytes`, an `mmap` or a view of one), borrowed
+/// for as long as `buffer` is held.
+fn slice_of(buffer: &PyBuffer<u8>) -> PyResult<&[u8]> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("the block must be C-contiguous"));
+    }
+    // SAFETY: PyBuffer checked the element type; the buffer keeps the memory alive for the
+    // call, and the caller does not change it while the call runs.
+    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast(), buffer.item_count()) })
+}
+
+/// The question/answer pairs of the whole lines of `block` (a buffer of bytes of a UTF-8 text
+/// file from where the previous block's lines ended: `bytes`, or a view of the mapped file), after `pending`, the question the previous
 /// block left without an answer. Lines end as in Python's text mode and are stripped as
 /// `str.strip()` does. `last`: the block ends the file. Returns the bytes of the block its
 /// lines take (the rest starts the next block), its number of lines, the questions' and the
@@ -39,7 +65,7 @@ where
 #[allow(clippy::type_complexity)]
 fn question_answer_lines<'py>(
     py: Python<'py>,
-    block: &[u8],
+    block: PyBuffer<u8>,
     pending: Option<&[u8]>,
     first_line: u64,
     last: bool,
@@ -52,6 +78,7 @@ fn question_answer_lines<'py>(
     Bound<'py, PyBytes>,
     Option<Bound<'py, PyBytes>>,
 )> {
+    let block = slice_of(&block)?;
     let lines = py.detach(|| block_lines(block, last)).map_err(|error| {
         PyValueError::new_err(format!(
             "line {}, byte {}: text is not valid UTF-8",
