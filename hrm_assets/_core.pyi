@@ -338,6 +338,24 @@ def json_lines(
     with ``valid[i]`` (uint8, one a row, 0: a null, written ``null``) or None. A bad shape or a
     value that is not UTF-8 raises ValueError naming the column and row (from 1)."""
 
+class JsonLines:
+    """``json_lines`` of one batch at a time, in a buffer kept from batch to batch (its
+    memory touched once, not allocated again a batch) and read through the buffer protocol:
+    ``file.write(lines)`` writes them without a copy."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+    def encode(
+        self,
+        keys: list[str],
+        offsets: list[Buffer],
+        data: list[Buffer],
+        valid: list[Buffer | None],
+    ) -> int:
+        """Replace the lines held by those of the columns, as ``json_lines`` builds them
+        (its errors too; the lines are then empty); returns their length in bytes.
+        ``BufferError`` while a view of the lines is held."""
+
 def gsm8k_rows(
     question: tuple[Buffer, Buffer, Buffer | None, int],
     answer: tuple[Buffer, Buffer, Buffer | None, int],

@@ -4,7 +4,10 @@ data_io writes each row as ``orjson.dumps(row) + b"\\n"``; encoding a million ro
 dict at a time cost most of a JSONL source's cleaning time (GSM8K: about 8 of 12 s). The core's
 ``json_lines`` writes the same bytes from the columns' buffers, without the GIL
 (``rust_tokenizer/src/jsonl.rs``; pinned against orjson in
-``tests/cleaning/test_jsonl_columns.py``).
+``tests/cleaning/test_jsonl_columns.py``). A writer encodes into a ``JsonLines`` it keeps
+(:func:`encode_jsonl_lines`): one buffer reused batch after batch and written from where it is,
+where a new ``bytes`` a batch cost a copy and fresh memory the kernel zeroes (GSM8K: 0.66 ->
+0.2 s of CPU for its 1M lines, docs/BENCHMARKS-cleaning.md).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from hrm_assets._core import JsonLines
+
 
 def jsonl_lines(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> bytes:
     """The JSON lines of ``rows``, one a row, keys in ``columns`` order, each line exactly
@@ -22,10 +27,26 @@ def jsonl_lines(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> byte
 
     ``columns`` must be string columns of ``rows``; a value that is not UTF-8 raises
     ValueError naming the column and the row (counted from 1 in ``rows``)."""
+    from hrm_assets._core import json_lines
+
+    return json_lines(list(columns), *_column_buffers(rows, columns))
+
+
+def encode_jsonl_lines(
+    lines: JsonLines, rows: pa.Table | pa.RecordBatch, columns: Sequence[str]
+) -> JsonLines:
+    """``lines`` (a ``hrm_assets._core.JsonLines``) holding :func:`jsonl_lines` of ``rows``
+    instead of what it held, its buffer kept: ``file.write(lines)`` writes them without a
+    copy. Errors as :func:`jsonl_lines`'s."""
+    lines.encode(list(columns), *_column_buffers(rows, columns))
+    return lines
+
+
+def _column_buffers(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> tuple:
+    """``(offsets, data, valid)`` of the string columns ``columns`` of ``rows``, as the
+    core's ``json_lines`` takes them: int64 offsets, the data, a uint8 flag a row or None."""
     import numpy as np
     import pyarrow as pa
-
-    from hrm_assets._core import json_lines
 
     offsets, data, valid = [], [], []
     for name in columns:
@@ -52,4 +73,4 @@ def jsonl_lines(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> byte
             valid.append(column.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8))
         else:
             valid.append(None)
-    return json_lines(list(columns), offsets, data, valid)
+    return offsets, data, valid

@@ -18,7 +18,7 @@ from hrm_assets.cleaning.cleaned_parquet import (
     ParquetRowWriter,
     write_one_row_group,
 )
-from hrm_assets.cleaning.jsonl_columns import jsonl_lines
+from hrm_assets.cleaning.jsonl_columns import encode_jsonl_lines
 from hrm_assets.cleaning.rows import FIELDS, Row
 from hrm_assets.common.atomic import AtomicGroup, atomic_file
 
@@ -56,6 +56,7 @@ class JsonlWriter:
         self._stack = contextlib.ExitStack()
         self._handle = None
         self._group = group
+        self._lines = None  # the JSON lines of the last batch, their buffer reused
 
     def __enter__(self) -> JsonlWriter:
         if self._group is None:
@@ -71,11 +72,16 @@ class JsonlWriter:
 
     def write_batch(self, rows, text_bytes: int | None = None) -> None:
         """Append rows given as Arrow columns named after the row fields, in order (their
-        lines built on the columns: ``jsonl_columns``)."""
-        self._handle.write(jsonl_lines(rows, self.columns))
+        lines built on the columns, into one buffer the writer keeps: ``jsonl_columns``)."""
+        if self._lines is None:
+            from hrm_assets._core import JsonLines
+
+            self._lines = JsonLines()
+        self._handle.write(encode_jsonl_lines(self._lines, rows, self.columns))
         self.rows += rows.num_rows
 
     def __exit__(self, *exc_info) -> bool:
+        self._lines = None
         return self._stack.__exit__(*exc_info)
 
 

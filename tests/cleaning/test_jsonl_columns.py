@@ -9,7 +9,8 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from hrm_assets.cleaning.jsonl_columns import jsonl_lines
+from hrm_assets._core import JsonLines
+from hrm_assets.cleaning.jsonl_columns import encode_jsonl_lines, jsonl_lines
 from hrm_assets.cleaning.outputs import JsonlWriter, jsonl_line
 from hrm_assets.cleaning.rows import FIELDS, Row
 
@@ -62,6 +63,34 @@ def test_random_text_matches_orjson_sliced_and_chunked():
     chunked = pa.concat_tables([table.slice(0, 700), table.slice(700)])
     assert chunked.column("instruction").num_chunks == 2
     assert jsonl_lines(chunked, FIELDS) == orjson_lines(values, FIELDS)
+
+
+def test_lines_encoded_into_a_kept_buffer_are_each_batchs_alone():
+    rng = random.Random(2028)
+    texts = ["".join(rng.choices('ab"\\\né😀', k=rng.randrange(60))) for _ in range(900)]
+    table = pa.table({"condition": ["cot"] * 900, "instruction": texts, "response": texts[::-1]})
+    lines = JsonLines()
+    # Larger, smaller, empty, then larger than any before: the buffer grows and shrinks.
+    for start, length in ((0, 600), (600, 3), (10, 0), (0, 900)):
+        batch = table.slice(start, length)
+        assert encode_jsonl_lines(lines, batch, FIELDS) is lines
+        assert bytes(lines) == jsonl_lines(batch, FIELDS)
+        assert len(lines) == len(bytes(lines))
+
+
+def test_kept_lines_cannot_change_while_viewed_and_are_empty_after_an_error():
+    table = pa.table({"condition": ["direct"], "instruction": ["q"], "response": ["r"]})
+    lines = encode_jsonl_lines(JsonLines(), table, FIELDS)
+    view = memoryview(lines)
+    assert view.readonly and bytes(view) == jsonl_lines(table, FIELDS)
+    with pytest.raises(BufferError, match="still viewed"):
+        encode_jsonl_lines(lines, table.slice(0, 0), FIELDS)
+    assert bytes(view) == jsonl_lines(table, FIELDS)
+    view.release()
+    bad = pa.array([b"\xff"], pa.binary()).cast(pa.string(), safe=False)
+    with pytest.raises(ValueError, match=r"column \"response\", row 1: text is not valid UTF-8"):
+        encode_jsonl_lines(lines, table.set_column(2, "response", bad), FIELDS)
+    assert len(lines) == 0 and bytes(lines) == b""
 
 
 def test_nulls_are_json_null_as_the_row_writer_writes_them():
