@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 
     from hrm_assets.cleaning.sources.spec import SourceSpec
 
+GROUPED_BYTES = 16 * 1024 * 1024
+"""A unit groups the batches it stores together until they hold this much: FLAN's 16K-row
+batches (about 14 MB each) two at a time. Each output then gets one stored piece per group
+instead of one per batch, and its file is written from half as many pieces (every piece costs
+a store message, a read-back and a join). The batches waiting are the reading thread's, like
+the batch it reads: about one more FLAN batch per unit being read."""
+
 
 class WriteGate:
     """Text that threads may hold at once while writing files: a file's last row group is
@@ -94,10 +101,10 @@ class PartWrites:
 
 class OutputUnit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
-    output (SYNTH), else grouped by output with one stable sort per batch and kept in a
-    :class:`BatchStore` (memory within ``store_budget``, shared by the run's units, then
-    one spill-file message per group) until :meth:`finish` writes the files, each from its
-    groups and closed at once.
+    output (SYNTH), else grouped by output with one stable sort per :data:`GROUPED_BYTES`
+    of batches and kept in a :class:`BatchStore` (memory within ``store_budget``, shared by
+    the run's units, then one spill-file message per group) until :meth:`finish` writes the
+    files, each from its groups and closed at once.
     Memory then holds about one output's row group per thread, whatever the number of
     outputs (FLAN's thousands of tasks) and of rows.
 
@@ -132,6 +139,9 @@ class OutputUnit:
         self.store_budget = store_budget or StoreBudget(budget)
         # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
         self.pieces: dict[str, list[tuple[object, int]]] = {}
+        # batches waiting to be grouped and stored together: (files, codes, rows, reports)
+        self.waiting: list[tuple[list[str], np.ndarray, pa.Table, list]] = []
+        self.waiting_bytes = 0
         # route -> the checked output path, for the batches of these parts
         self.routes: dict[str, str] = {}
         # A later file's rows of outputs whose Parquet writer is open (OpenMathInstruct-2's
@@ -147,6 +157,7 @@ class OutputUnit:
 
     def close(self) -> None:
         """Remove the store (its memory and spill file); the unit takes no more rows."""
+        self.waiting = []
         if self.store is not None:
             self.store.close()
         for segment in self.segments.values():
@@ -157,8 +168,9 @@ class OutputUnit:
 
         counts = np.bincount(codes, minlength=len(files))
         present = np.flatnonzero(counts)
-        through = self.write_through and not self.pieces
-        continues = not self.write_through and not self.pieces and self.outputs.fmt == "parquet"
+        stored = bool(self.pieces or self.waiting)  # later rows of an output go after these
+        through = self.write_through and not stored
+        continues = not self.write_through and not stored and self.outputs.fmt == "parquet"
         if through and len(present) == 1:
             # One output: write through (its writer buffers up to a row group, within budget).
             relative, file_report = files[int(present[0])], reports[int(present[0])]
@@ -190,9 +202,47 @@ class OutputUnit:
                     self._segment(relative).write_batch(group, text)
                 _account(reports[code], group)
             return
+        self.waiting.append((files, codes, rows, reports))
+        self.waiting_bytes += rows.nbytes
+        if self.waiting_bytes >= GROUPED_BYTES:
+            self._store_waiting()
+
+    def _store_waiting(self) -> None:
+        """Group the waiting batches' rows by output, in read order, and store the groups."""
+        import numpy as np
+        import pyarrow as pa
+
+        waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
+        if not waiting:
+            return
+        if len(waiting) == 1:
+            files, codes, rows, reports = waiting[0]
+        else:
+            # The batches' own file lists, merged: an output keeps its first code.
+            files, reports, recoded, index = [], [], [], {}
+            for batch_files, batch_codes, _, batch_reports in waiting:
+                merged = np.empty(len(batch_files), dtype=np.int64)
+                for code, (relative, file_report) in enumerate(
+                    zip(batch_files, batch_reports, strict=True)
+                ):
+                    if relative not in index:
+                        index[relative] = len(files)
+                        files.append(relative)
+                        reports.append(file_report)
+                    merged[code] = index[relative]
+                recoded.append(merged[batch_codes])
+            codes = np.concatenate(recoded)
+            rows = pa.concat_tables([batch_rows for _, _, batch_rows, _ in waiting])
+        self._store(files, codes, rows, reports)
+
+    def _store(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
+        import numpy as np
+
         if self.store is None:
             first = self.outputs.out_root / files[int(codes[0])]
             self.store = BatchStore(first, self.store_budget)
+        counts = np.bincount(codes, minlength=len(files))
+        present = np.flatnonzero(counts)
         starts = np.cumsum(counts) - counts
         if len(present) == 1:  # one group already (a later file's unit): no sort, no copy
             grouped, appearance = rows, present
@@ -271,6 +321,7 @@ class OutputUnit:
 
         joined: dict[str, list[tuple[object, object, int]]] = {}
         for unit in (self, *later):
+            unit._store_waiting()
             # A later file's segment holds its first rows of the output, its pieces the rest.
             for relative, segment in unit.segments.items():
                 joined.setdefault(relative, []).append((segment, None, segment.buffered))
