@@ -374,18 +374,19 @@ def gsm8k_rows(
     ValueError."""
 
 def question_answer_lines(
-    block: bytes,
+    block: Buffer,
     pending: bytes | None,
     first_line: int,
     last: bool,
 ) -> tuple[int, int, bytes, bytes, bytes, bytes, bytes | None]:
     """The question/answer pairs of the whole lines of ``block`` (a UTF-8 text file's bytes
-    from where the previous block's lines ended), after ``pending``, the question the previous
-    block left without an answer. Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` as in Python's text
-    mode (not at the other ends ``str.splitlines`` knows) and are stripped as ``str.strip()``
-    does; ``last``: the block ends the file (text after the last line end is a line). Returns
-    ``(consumed, lines, question_offsets, questions, answer_offsets, answers, unpaired)``: the
-    bytes of ``block`` its lines take (the rest starts the next block), their number, each
-    column's Arrow ``large_string`` buffers (int64 offsets, data) and the unpaired last
-    question or None. Text that is not UTF-8 raises ValueError naming the line (counted from
-    ``first_line``, the file's number of the block's first line) and the byte."""
+    from where the previous block's lines ended: ``bytes``, or a view of the mapped file),
+    after ``pending``, the question the previous block left without an answer. Lines end at
+    ``\\n``, ``\\r\\n`` or ``\\r`` as in Python's text mode (not at the other ends
+    ``str.splitlines`` knows) and are stripped as ``str.strip()`` does; ``last``: the block
+    ends the file (text after the last line end is a line). Returns ``(consumed, lines,
+    question_offsets, questions, answer_offsets, answers, unpaired)``: the bytes of ``block``
+    its lines take (the rest starts the next block), their number, each column's Arrow
+    ``large_string`` buffers (int64 offsets, data) and the unpaired last question or None.
+    Text that is not UTF-8 raises ValueError naming the line (counted from ``first_line``,
+    the file's number of the block's first line) and the byte."""
