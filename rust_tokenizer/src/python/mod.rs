@@ -11,7 +11,7 @@
 //! - [`ngram`] binds `NgramIndex`, `DuplicateIndex`, `normalized_words` and `duplicate_keys`
 //!   (contamination and duplicates);
 //! - [`gsm8k_answers`] binds `gsm8k_rows` (GSM8K's rule on a batch's Arrow buffers);
-//! - [`jsonl`] binds `json_lines` (cleaned JSONL written from text columns);
+//! - [`jsonl`] binds `json_lines` and `JsonLines` (cleaned JSONL written from text columns);
 //! - [`text_lines`] binds `question_answer_lines` (a text block's stripped lines, paired).
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
