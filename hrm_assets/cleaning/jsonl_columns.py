@@ -4,10 +4,10 @@ data_io writes each row as ``orjson.dumps(row) + b"\\n"``; encoding a million ro
 dict at a time cost most of a JSONL source's cleaning time (GSM8K: about 8 of 12 s). The core's
 ``json_lines`` writes the same bytes from the columns' buffers, without the GIL
 (``rust_tokenizer/src/jsonl.rs``; pinned against orjson in
-``tests/cleaning/test_jsonl_columns.py``). A writer encodes into a ``JsonLines`` it keeps
-(:func:`encode_jsonl_lines`): one buffer reused batch after batch and written from where it is,
-where a new ``bytes`` a batch cost a copy and fresh memory the kernel zeroes (GSM8K: 0.66 ->
-0.2 s of CPU for its 1M lines, docs/BENCHMARKS-cleaning.md).
+``tests/cleaning/test_jsonl_columns.py``). A run's writers encode into ``JsonLines`` buffers
+kept from batch to batch (:func:`encode_jsonl_lines`, ``outputs.LineBuffers``) and written from
+where they are, where a new ``bytes`` a batch cost a copy and fresh memory the kernel zeroes
+(GSM8K: 0.65-0.77 -> 0.17-0.20 s of CPU for its 1M lines, docs/BENCHMARKS-cleaning.md).
 """
 
 from __future__ import annotations

@@ -41,12 +41,45 @@ def jsonl_line(row: Row, columns: Sequence[str] = FIELDS) -> bytes:
 # -- writers -----------------------------------------------------------------------------------
 
 
+class LineBuffers:
+    """The buffers JSONL writers encode a batch's lines into (the core's ``JsonLines``), each
+    lent for one batch and kept for the next: as many as batches are encoded at once, however
+    many files are open (a writer holding its own would hold one batch's lines per open file),
+    and freed with their owner (a run's :class:`CleanedOutputs`)."""
+
+    def __init__(self):
+        self.made = 0
+        self._free: list = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def lend(self):
+        with self._lock:
+            lines = self._free.pop() if self._free else None
+            if lines is None:
+                self.made += 1
+        if lines is None:
+            from hrm_assets._core import JsonLines
+
+            lines = JsonLines()
+        try:
+            yield lines
+        finally:
+            with self._lock:
+                self._free.append(lines)
+
+
 class JsonlWriter:
     """Streams rows to ``path`` as JSONL with keys in ``columns`` order; the file appears only
-    when the writer exits cleanly."""
+    when the writer exits cleanly. ``buffers``: where its batches' lines are encoded (default:
+    its own)."""
 
     def __init__(
-        self, path: Path, columns: Sequence[str] = FIELDS, group: AtomicGroup | None = None
+        self,
+        path: Path,
+        columns: Sequence[str] = FIELDS,
+        group: AtomicGroup | None = None,
+        buffers: LineBuffers | None = None,
     ):
         if sorted(columns) != sorted(FIELDS):
             raise ValueError(f"columns {list(columns)} must be {list(FIELDS)} in some order")
@@ -56,7 +89,7 @@ class JsonlWriter:
         self._stack = contextlib.ExitStack()
         self._handle = None
         self._group = group
-        self._lines = None  # the JSON lines of the last batch, their buffer reused
+        self._buffers = buffers
 
     def __enter__(self) -> JsonlWriter:
         if self._group is None:
@@ -72,16 +105,15 @@ class JsonlWriter:
 
     def write_batch(self, rows, text_bytes: int | None = None) -> None:
         """Append rows given as Arrow columns named after the row fields, in order (their
-        lines built on the columns, into one buffer the writer keeps: ``jsonl_columns``)."""
-        if self._lines is None:
-            from hrm_assets._core import JsonLines
-
-            self._lines = JsonLines()
-        self._handle.write(encode_jsonl_lines(self._lines, rows, self.columns))
+        lines built on the columns, into a buffer kept from batch to batch: ``jsonl_columns``)."""
+        if self._buffers is None:
+            self._buffers = LineBuffers()
+        with self._buffers.lend() as lines:
+            self._handle.write(encode_jsonl_lines(lines, rows, self.columns))
         self.rows += rows.num_rows
 
     def __exit__(self, *exc_info) -> bool:
-        self._lines = None
+        self._buffers = None
         return self._stack.__exit__(*exc_info)
 
 
@@ -91,12 +123,14 @@ def open_writer(
     columns: Sequence[str] = FIELDS,
     budget: BufferBudget | None = None,
     group: AtomicGroup | None = None,
+    line_buffers: LineBuffers | None = None,
 ):
     """A streaming writer for a cleaned file of format ``jsonl`` or ``parquet`` with its fields
-    in ``columns`` order; Parquet writers that share ``budget`` bound their memory together;
-    with ``group``, the file is renamed into place when the group commits."""
+    in ``columns`` order; Parquet writers that share ``budget`` bound their memory together,
+    JSONL writers that share ``line_buffers`` their encoded lines; with ``group``, the file is
+    renamed into place when the group commits."""
     if fmt == "jsonl":
-        return JsonlWriter(path, columns, group)
+        return JsonlWriter(path, columns, group, line_buffers)
     if fmt == "parquet":
         return ParquetRowWriter(path, columns, budget, group=group)
     raise ValueError(f"unknown cleaned format {fmt!r} (expected jsonl or parquet)")
@@ -125,6 +159,7 @@ class CleanedOutputs:
         self.columns = tuple(columns)
         self.threads = max(1, threads)
         self.budget = BufferBudget()
+        self.line_buffers = LineBuffers()
         self.writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._open_writers: dict[str, JsonlWriter | ParquetRowWriter] = {}
         self._lock = threading.Lock()
@@ -193,7 +228,7 @@ class CleanedOutputs:
             return self._open(path, budget)
 
     def _open(self, path: Path, budget: BufferBudget):
-        writer = open_writer(path, self.fmt, self.columns, budget, self.group)
+        writer = open_writer(path, self.fmt, self.columns, budget, self.group, self.line_buffers)
         writer.__enter__()
         return writer
 

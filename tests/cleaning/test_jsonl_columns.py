@@ -11,7 +11,7 @@ import pytest
 
 from hrm_assets._core import JsonLines
 from hrm_assets.cleaning.jsonl_columns import encode_jsonl_lines, jsonl_lines
-from hrm_assets.cleaning.outputs import JsonlWriter, jsonl_line
+from hrm_assets.cleaning.outputs import CleanedOutputs, JsonlWriter, jsonl_line
 from hrm_assets.cleaning.rows import FIELDS, Row
 
 HARD = [
@@ -125,3 +125,20 @@ def test_the_writer_writes_a_batch_as_it_writes_its_rows(tmp_path):
             writer.write(Row(*values))
     assert (tmp_path / "batch.jsonl").read_bytes() == (tmp_path / "rows.jsonl").read_bytes()
     assert writer.rows == len(HARD)
+
+
+def test_a_runs_open_jsonl_writers_share_one_line_buffer(tmp_path):
+    # Forty files open at once, each given a batch in turn: one buffer of lines for the run,
+    # not one a file.
+    table = pa.table({"condition": ["direct"] * len(HARD), "instruction": HARD, "response": HARD})
+    with CleanedOutputs(tmp_path, "jsonl") as outputs:
+        for index in range(40):
+            outputs.writer(f"tasks/{index}.jsonl").write_batch(table.slice(index % 5))
+        for index in range(40):
+            outputs.writer(f"tasks/{index}.jsonl").write_batch(table.slice(0, 2))
+        assert outputs.line_buffers.made == 1
+    for index in range(40):
+        expected = jsonl_lines(table.slice(index % 5), FIELDS) + jsonl_lines(
+            table.slice(0, 2), FIELDS
+        )
+        assert (tmp_path / "tasks" / f"{index}.jsonl").read_bytes() == expected
