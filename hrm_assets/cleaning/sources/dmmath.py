@@ -169,7 +169,9 @@ def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
 
 class _MappedText:
     """A file's bytes mapped read-only: its blocks are views of the page cache, neither
-    copied by a read nor written to fresh pages that the kernel zeroes first."""
+    copied by a read nor written to fresh pages that the kernel zeroes first. (A raw file
+    cut short by another process while it is mapped ends the run with SIGBUS, where a read
+    would have seen the shorter file: raw files are not written while they are cleaned.)"""
 
     def __init__(self, handle):
         import mmap
