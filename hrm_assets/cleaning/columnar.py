@@ -69,6 +69,9 @@ class CleanedBatch:
     - ``output``: the one output file of every row, or None when rows are routed; then
       ``route_names`` lists the outputs and ``route_codes`` gives each row's index into it.
     - ``skips``: the records left out, by reason.
+    - ``checked``: the rule vouches that every field is valid UTF-8 and not null and every
+      condition a known tag, so the engine's own checks of each batch are skipped (dmmath:
+      its reader checked the text, its condition is one constant).
     """
 
     rows: pa.Table
@@ -77,6 +80,7 @@ class CleanedBatch:
     route_names: list[str] = field(default_factory=list)
     route_codes: np.ndarray | None = None
     skips: list[BatchSkip] = field(default_factory=list)
+    checked: bool = False
 
 
 def read_parquet_batches(

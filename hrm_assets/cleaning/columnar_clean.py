@@ -433,8 +433,11 @@ def _clean_part(
 
         def prepare(batch: pa.RecordBatch, file_read: int, path: Path = path):
             """The batch's cleaned rows, their UTF-8 checked (an error names the raw file
-            and row), and the positions of the rows ``check_row`` may reject."""
+            and row), and the positions of the rows ``check_row`` may reject (none, and
+            nothing checked, for rows the rule vouches for: ``CleanedBatch.checked``)."""
             cleaned = rule.clean(batch, part)
+            if cleaned.checked:
+                return cleaned, []
             _check_utf8(cleaned.rows, path, file_read, cleaned.records)
             return cleaned, _suspect_rows(cleaned.rows)
 

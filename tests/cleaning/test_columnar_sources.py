@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets.cleaning import columnar
+from hrm_assets.cleaning import columnar, columnar_clean
 from hrm_assets.cleaning.clean import RawReadError, clean_source
 from hrm_assets.cleaning.sources import dmmath as dmmath_module
 from hrm_assets.cleaning.sources import get_source
@@ -151,6 +151,26 @@ def test_dmmath_text_that_is_not_utf8_names_the_file(tmp_path):
     bad.write_bytes(b"What is 1 + 1?\n\xff\xfe2\n")
     with pytest.raises(RawReadError, match="numbers__gcd.txt"):
         clean_source(get_source("dmmath"), tmp_path / "out", tmp_path / "raw")
+
+
+def test_dmmath_rows_skip_the_engines_checks_its_reader_made(tmp_path, monkeypatch):
+    # Its reader refuses text that is not UTF-8 (above), it keeps no null field and its one
+    # condition is a known tag: the engine's own checks of each batch would find nothing.
+    write_dmmath(tmp_path / "raw", random.Random(4), lines=60)
+
+    def never(*_args):
+        raise AssertionError("the engine checked rows the rule vouches for")
+
+    monkeypatch.setattr(columnar_clean, "_check_utf8", never)
+    monkeypatch.setattr(columnar_clean, "_suspect_rows", never)
+    spec = get_source("dmmath")
+    ours = clean_source(spec, tmp_path / "one", tmp_path / "raw", threads=2)
+    rows = clean_source(
+        dataclasses.replace(spec, columnar=None), tmp_path / "rows", tmp_path / "raw"
+    )
+    assert (ours.engine, rows.engine) == ("columnar", "rows") and ours.rows_written > 0
+    assert ours.skipped.keys() == rows.skipped.keys()
+    assert digests(tmp_path / "one") == digests(tmp_path / "rows")
 
 
 def test_a_jsonl_hub_mirror_stays_on_the_row_path(tmp_path):

@@ -244,6 +244,9 @@ def clean_dmmath_batch(batch, part: str) -> CleanedBatch:
                 output=lambda _row: output,
             )
         ],
+        # Text from read_pair_batches, which refuses bytes that are not UTF-8 (naming the
+        # file and line); no null field kept; one known condition.
+        checked=True,
     )
 
 
