@@ -164,6 +164,11 @@ def fits_one_write(rows: int, text_bytes: int, row_group_rows: int | None = None
     return 0 < rows <= row_group_rows and text_bytes <= CHUNK_TEXT_LIMIT
 
 
+ENCODE_IN_MEMORY_BYTES = 4 * 1024 * 1024
+"""A file of one row group whose rows hold less is encoded in memory and written in one call
+(:func:`write_one_row_group`)."""
+
+
 def write_one_row_group(handle, table: pa.Table, schema: pa.Schema) -> None:
     """Write ``table`` (string columns named as ``schema``'s, each one chunk; see
     :func:`fits_one_write`) to the open binary ``handle`` as data_io's ``write_table`` would
@@ -178,11 +183,19 @@ def write_one_row_group(handle, table: pa.Table, schema: pa.Schema) -> None:
             raise ValueError(f"column {name!r} has {column.num_chunks} chunks, not one")
         chunk = column.chunk(0)
         columns.append(chunk if chunk.type == pa.string() else chunk.cast(pa.string()))
+    whole = pa.Table.from_arrays(columns, schema=schema)
+    del columns
+    if whole.nbytes >= ENCODE_IN_MEMORY_BYTES:
+        # A large file goes to the handle page by page: held in memory it would add its
+        # encoded size (and the stream's growth) to the rows'.
+        with pq.ParquetWriter(handle, schema) as writer:
+            writer.write_table(whole)
+        return
     # Encoded in memory, then one write: pyarrow writing to a Python file object calls its
     # write() for every page and header, under the GIL (about a millisecond per small file).
     encoded = pa.BufferOutputStream()
     with pq.ParquetWriter(encoded, schema) as writer:
-        writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+        writer.write_table(whole)
     handle.write(encoded.getvalue())
 
 

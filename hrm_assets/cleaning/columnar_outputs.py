@@ -318,6 +318,7 @@ class OutputUnit:
                     # Most task files: one table, one call, no streaming writer.
                     tables = [store.rows(key) for store, key, _ in pieces]
                     table = pa.concat_tables(tables).combine_chunks()
+                    del tables  # the pieces read back, copied into the table
                     self.outputs.write_whole(relative, table)
                     return
                 writer = self.outputs.writer(relative, unbounded)

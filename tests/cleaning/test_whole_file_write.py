@@ -1,6 +1,7 @@
 """A cleaned Parquet file written whole (``CleanedOutputs.write_whole``, most of FLAN's task
 files) has the bytes of data_io's ``pq.write_table(pa.Table.from_pydict(columns), path)``,
-whatever the chunks it was gathered from; files past one row group or one Arrow chunk keep
+whatever the chunks it was gathered from, encoded in memory when its rows are small or written
+to its file page by page when they are not; files past one row group or one Arrow chunk keep
 the streaming writer.
 
 Rows are SYNTHETIC, generated here."""
@@ -11,7 +12,9 @@ import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from hrm_assets.cleaning import cleaned_parquet
 from hrm_assets.cleaning.cleaned_parquet import (
     CHUNK_TEXT_LIMIT,
     fits_one_write,
@@ -31,7 +34,10 @@ def _rows(count: int) -> dict[str, list[str]]:
     }
 
 
-def test_a_file_written_whole_has_data_ios_bytes(tmp_path):
+# Below the threshold: encoded in memory, one write; above it: page by page to the file.
+@pytest.mark.parametrize("in_memory_below", [1 << 40, 1])
+def test_a_file_written_whole_has_data_ios_bytes(tmp_path, monkeypatch, in_memory_below):
+    monkeypatch.setattr(cleaned_parquet, "ENCODE_IN_MEMORY_BYTES", in_memory_below)
     rows = _rows(5000)
     data_io = tmp_path / "data_io.parquet"
     pq.write_table(pa.Table.from_pydict({k: rows[k] for k in INSTRUCTION_FIRST}), data_io)
