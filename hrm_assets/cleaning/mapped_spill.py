@@ -1,4 +1,5 @@
-"""Spill files read back memory-mapped, their pages let go while pyarrow reads them.
+"""Files read memory-mapped (spill files read back, dmmath's raw text files), their pages let
+go while they are read.
 
 pyarrow's Python API writes a Parquet row group in one ``write_table`` call holding all of
 its Arrow columns. Read zero-copy from a memory-mapped spill file, those columns cost no heap,
@@ -30,7 +31,9 @@ DROP_INTERVAL_SECONDS = 0.02
 
 class MappedFile:
     """``path`` mapped read-only; :attr:`buffer` is an Arrow buffer over its bytes (zero
-    copy). Close it when the Arrow data read from it is no longer used."""
+    copy). Close it when the Arrow data read from it is no longer used. (A file cut short by
+    another process while it is mapped ends the process with SIGBUS where a read would have
+    seen the shorter file: only files nothing writes meanwhile are mapped.)"""
 
     def __init__(self, path: Path):
         import pyarrow as pa
@@ -41,10 +44,22 @@ class MappedFile:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         self.buffer: pa.Buffer = pa.py_buffer(self._map if self._map is not None else b"")
 
-    def drop_pages(self) -> None:
-        """Unmap the resident pages from this process (they stay in the page cache)."""
-        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED)
+    def __enter__(self) -> MappedFile:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def drop_pages(self, start: int = 0, end: int | None = None) -> None:
+        """Unmap resident pages from this process (they stay in the page cache): all of them,
+        or those from the page holding byte ``start`` to the one holding byte ``end``, which
+        stays (a reader done with bytes ``start:end`` may still need the rest of its page)."""
+        if self._map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        first = start - start % mmap.PAGESIZE
+        stop = len(self._map) if end is None else end - end % mmap.PAGESIZE
+        if stop > first:
+            self._map.madvise(mmap.MADV_DONTNEED, first, stop - first)
 
     def close(self) -> None:
         self.buffer = None

@@ -22,7 +22,6 @@ Deliberate differences:
 
 from __future__ import annotations
 
-import contextlib
 import random
 import struct
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,6 +36,7 @@ from hrm_assets.cleaning.columnar import (
     constant,
     rows_table,
 )
+from hrm_assets.cleaning.mapped_spill import MappedFile
 from hrm_assets.cleaning.rows import INSTRUCTION_FIRST, Row
 from hrm_assets.cleaning.sources.local_files import (
     LocalLayout,
@@ -136,7 +136,10 @@ def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
     schema = _pair_schema()
     pending = None  # a question whose answer is in the next block
     line = 1  # the file's number of the block's first line
-    with _mapped(path) as text:
+    # Mapped: a block is a view of the page cache, neither copied by a read nor written to
+    # fresh pages the kernel zeroes first; its pages are let go once its lines are read, so
+    # the process holds about a block of a large file.
+    with MappedFile(path) as mapped, memoryview(mapped.buffer).cast("B") as text:
         start, size = 0, len(text)
         length = BLOCK_BYTES  # grows while a line is longer than a block
         while True:
@@ -158,61 +161,13 @@ def read_pair_batches(path: Path, columns: Sequence[str] = ()) -> Iterator:
             if last:
                 break
             if consumed:
+                mapped.drop_pages(start, start + consumed)
                 start, length = start + consumed, BLOCK_BYTES
-                text.release(start)
             else:
                 length += BLOCK_BYTES
     if pending is not None:
         question = _text_column(struct.pack("<2q", 0, len(pending)), pending)
         yield pa.record_batch([question, pa.nulls(1, pa.large_string())], schema=schema)
-
-
-class _MappedText:
-    """A file's bytes mapped read-only: its blocks are views of the page cache, neither
-    copied by a read nor written to fresh pages that the kernel zeroes first. (A raw file
-    cut short by another process while it is mapped ends the run with SIGBUS, where a read
-    would have seen the shorter file: raw files are not written while they are cleaned.)"""
-
-    def __init__(self, handle):
-        import mmap
-        import os
-
-        # An empty file cannot be mapped; its one block is empty.
-        size = os.fstat(handle.fileno()).st_size
-        self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-        self._view = memoryview(self._map if size else b"")
-        self._released = 0
-
-    def __len__(self) -> int:
-        return len(self._view)
-
-    def __getitem__(self, block: slice) -> memoryview:
-        return self._view[block]
-
-    def release(self, end: int) -> None:
-        """Let go of the pages before ``end``, which no later block reads: the process holds
-        about a block of a large file, as when it read the file block by block."""
-        import mmap
-
-        end -= end % mmap.PAGESIZE
-        if end > self._released:
-            self._map.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
-            self._released = end
-
-    def close(self) -> None:
-        self._view.release()
-        if self._map is not None:
-            self._map.close()
-
-
-@contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[_MappedText]:
-    with open(path, "rb") as handle:
-        text = _MappedText(handle)
-    try:
-        yield text
-    finally:
-        text.close()
 
 
 def clean_dmmath_batch(batch, part: str) -> CleanedBatch:
