@@ -3,11 +3,12 @@
 
 use std::ops::Range;
 
-use pyo3::buffer::{Element, PyBuffer};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::buffers::contiguous_slice;
 use crate::gsm8k_answers::{
     gsm8k_rows as core_gsm8k_rows, string_column_sizes, write_string_data, write_string_offsets,
     StringColumn, Validity,
@@ -17,28 +18,16 @@ use crate::gsm8k_answers::{
 /// bitmap with the bit of its first row, or None.
 type ColumnBuffers = (PyBuffer<i32>, PyBuffer<u8>, Option<PyBuffer<u8>>, usize);
 
-/// The memory of a C-contiguous buffer, borrowed for as long as `buffer` is held.
-fn slice_of<'a, T: Element>(buffer: &'a PyBuffer<T>, what: &str) -> PyResult<&'a [T]> {
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{what} must be C-contiguous"
-        )));
-    }
-    // SAFETY: PyBuffer checked the element type and alignment; the buffer keeps the memory
-    // alive for the call, and the caller does not change it while the call runs.
-    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<T>(), buffer.item_count()) })
-}
-
 fn column<'a>(buffers: &'a ColumnBuffers, name: &str) -> PyResult<StringColumn<'a>> {
     let (offsets, data, validity, bit) = buffers;
     Ok(StringColumn {
-        offsets: slice_of(offsets, &format!("{name} offsets"))?,
-        data: slice_of(data, &format!("{name} data"))?,
+        offsets: contiguous_slice(offsets, &format!("{name} offsets"))?,
+        data: contiguous_slice(data, &format!("{name} data"))?,
         validity: validity
             .as_ref()
             .map(|bits| {
                 Ok::<_, PyErr>(Validity {
-                    bits: slice_of(bits, &format!("{name} validity"))?,
+                    bits: contiguous_slice(bits, &format!("{name} validity"))?,
                     offset: *bit,
                 })
             })

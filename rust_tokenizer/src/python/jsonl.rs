@@ -10,23 +10,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::buffers::contiguous_slice;
 use super::errors::to_py_err;
 use crate::jsonl::{json_lines as core_json_lines, json_lines_into, TextColumn};
-
-/// The memory of a C-contiguous buffer, borrowed for as long as `buffer` is held.
-fn slice_of<'a, T: pyo3::buffer::Element>(
-    buffer: &'a PyBuffer<T>,
-    what: &str,
-) -> PyResult<&'a [T]> {
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{what} must be C-contiguous"
-        )));
-    }
-    // SAFETY: PyBuffer checked the element type and alignment; the buffer keeps the memory
-    // alive for the call, and the caller does not change it while the call runs.
-    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<T>(), buffer.item_count()) })
-}
 
 /// The rows of the text columns as JSON lines, byte for byte orjson's
 /// `dumps({key: value, ...}) + b"\n"` a row, keys in `keys` order, without the GIL. Column `i`
@@ -64,11 +50,11 @@ fn text_columns<'a>(
     for (index, key) in keys.iter().enumerate() {
         columns.push(TextColumn {
             key,
-            offsets: slice_of(&offsets[index], "offsets")?,
-            data: slice_of(&data[index], "data")?,
+            offsets: contiguous_slice(&offsets[index], "offsets")?,
+            data: contiguous_slice(&data[index], "data")?,
             valid: valid[index]
                 .as_ref()
-                .map(|buffer| slice_of(buffer, "valid"))
+                .map(|buffer| contiguous_slice(buffer, "valid"))
                 .transpose()?,
         });
     }

@@ -19,6 +19,7 @@
 
 use pyo3::prelude::*;
 
+mod buffers;
 mod errors;
 mod gsm8k_answers;
 mod jsonl;

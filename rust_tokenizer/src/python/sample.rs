@@ -8,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use super::buffers::contiguous_slice;
 use super::errors::to_py_err;
 use super::progress::ThrottledProgress;
 use crate::npy::IntType;
@@ -110,18 +111,6 @@ fn philox_permutation(state: PhiloxTuple, n: usize) -> PyResult<(Vec<u64>, Philo
     Ok((permutation, philox_tuple(&rng)))
 }
 
-/// The memory of a C-contiguous int64 array, borrowed for as long as `buffer` is held.
-fn int64_slice<'a>(buffer: &'a PyBuffer<i64>, name: &str) -> PyResult<&'a [i64]> {
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be C-contiguous"
-        )));
-    }
-    // SAFETY: PyBuffer checked the element type and alignment; the buffer keeps the memory
-    // alive, and the caller does not change these arrays while the call runs.
-    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<i64>(), buffer.item_count()) })
-}
-
 /// Draw `epochs` epochs as data_io does (`rust_tokenizer/src/sample/epoch_draw.rs`) from
 /// numpy's Philox state, and write `output_dir/epoch_<n>/<field>.npy` (int64, fsynced) for
 /// each `(field, values)` of `fields`, every array one value per kept row. `lengths` are the
@@ -145,7 +134,7 @@ fn write_epoch_arrays(
     let mut rng = philox_from(state)?;
     let columns = fields
         .iter()
-        .map(|(name, values)| Ok((name.as_str(), int64_slice(values, name)?)))
+        .map(|(name, values)| Ok((name.as_str(), contiguous_slice(values, name)?)))
         .collect::<PyResult<Vec<_>>>()?;
     let columns: [(&str, &[i64]); FIELDS] = columns.try_into().map_err(|columns: Vec<_>| {
         PyValueError::new_err(format!("{FIELDS} fields expected, got {}", columns.len()))
@@ -156,13 +145,13 @@ fn write_epoch_arrays(
         .collect();
     let table = RowTable {
         fields: columns,
-        lengths: int64_slice(&lengths, "lengths")?,
+        lengths: contiguous_slice(&lengths, "lengths")?,
         tasks: &tasks,
     };
     if hits.readonly() {
         return Err(PyValueError::new_err("hits must be writable"));
     }
-    let hits_len = int64_slice(&hits, "hits")?.len();
+    let hits_len = contiguous_slice(&hits, "hits")?.len();
     // SAFETY: as in `int64_slice`; `hits` is writable and is no other argument's memory.
     let hits = unsafe { std::slice::from_raw_parts_mut(hits.buf_ptr().cast::<i64>(), hits_len) };
     let mut callback_error: Option<PyErr> = None;
@@ -255,9 +244,9 @@ fn copy_byte_ranges(
         return Err(PyValueError::new_err("target must be writable"));
     }
     let (starts, lengths, destinations) = (
-        int64_slice(&starts, "starts")?,
-        int64_slice(&lengths, "lengths")?,
-        int64_slice(&destinations, "destinations")?,
+        contiguous_slice(&starts, "starts")?,
+        contiguous_slice(&lengths, "lengths")?,
+        contiguous_slice(&destinations, "destinations")?,
     );
     // SAFETY: PyBuffer checked the item type (bytes) and contiguity; the buffers keep their
     // memory alive for the call. The caller passes a target that is not the source's memory.

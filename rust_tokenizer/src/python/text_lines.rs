@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::{ffi, Bound};
 
+use super::buffers::contiguous_slice;
 use crate::text_lines::{block_lines, column_sizes, write_data, write_offsets, LinePairs};
 
 /// A new `bytes` of `len` bytes, every one written by `fill` without the GIL (not zeroed
@@ -42,21 +43,10 @@ where
     Ok((offsets, data))
 }
 
-/// The memory of a C-contiguous byte buffer (`bytes`, an `mmap` or a view of one), borrowed
-/// for as long as `buffer` is held.
-fn slice_of(buffer: &PyBuffer<u8>) -> PyResult<&[u8]> {
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err("the block must be C-contiguous"));
-    }
-    // SAFETY: PyBuffer checked the element type; the buffer keeps the memory alive for the
-    // call, and the caller does not change it while the call runs.
-    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast(), buffer.item_count()) })
-}
-
 /// The question/answer pairs of the whole lines of `block` (a buffer of bytes of a UTF-8 text
-/// file from where the previous block's lines ended: `bytes`, or a view of the mapped file), after `pending`, the question the previous
-/// block left without an answer. Lines end as in Python's text mode and are stripped as
-/// `str.strip()` does. `last`: the block ends the file. Returns the bytes of the block its
+/// file from where the previous block's lines ended: `bytes`, or a view of the mapped file),
+/// after `pending`, the question the previous block left without an answer. Lines end as in
+/// Python's text mode and are stripped as `str.strip()` does. `last`: the block ends the file. Returns the bytes of the block its
 /// lines take (the rest starts the next block), its number of lines, the questions' and the
 /// answers' Arrow `large_string` buffers (int64 offsets, data) and the unpaired last question
 /// or None. Text that is not UTF-8 is a ValueError naming the line, counted from
@@ -78,7 +68,7 @@ fn question_answer_lines<'py>(
     Bound<'py, PyBytes>,
     Option<Bound<'py, PyBytes>>,
 )> {
-    let block = slice_of(&block)?;
+    let block = contiguous_slice(&block, "the block")?;
     let lines = py.detach(|| block_lines(block, last)).map_err(|error| {
         PyValueError::new_err(format!(
             "line {}, byte {}: text is not valid UTF-8",
