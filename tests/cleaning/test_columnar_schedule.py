@@ -135,6 +135,38 @@ def test_after_a_failure_nothing_more_is_read_or_written():
     assert run.events() == ["read a"]  # the engine closes every unit after the run
 
 
+def test_an_interrupt_waits_for_the_workers_and_starts_nothing_more(monkeypatch):
+    # Ctrl-C lands in the main thread's join: the engine closes the units' stores once the
+    # run returns, so the run must not return while a worker still reads one.
+    run = Run(2, ["a", "b", "c"])
+    run.waits = {"read a": "go", "read b": "go"}
+    real_join = threading.Thread.join
+    interrupted: list[threading.Thread] = []
+
+    def join(thread: threading.Thread, timeout: float | None = None) -> None:
+        if not interrupted:
+            interrupted.append(thread)
+            for read in ("read a", "read b"):  # both workers busy when the interrupt comes
+                with run.lock:
+                    event = run.logged.setdefault(read, threading.Event())
+                assert event.wait(WAIT)
+            raise KeyboardInterrupt
+        real_join(thread, timeout)
+
+    def release_after_the_interrupt() -> None:
+        with run.schedule._changed:
+            assert run.schedule._changed.wait_for(lambda: run.schedule.errors, WAIT)
+        run.note("go")
+
+    monkeypatch.setattr(threading.Thread, "join", join)
+    threading.Thread(target=release_after_the_interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run.schedule.run(run.read)
+    assert {"read a done", "read b done"} <= set(run.events())  # waited for, not abandoned
+    assert "read c" not in run.events() and not any(e.startswith("write") for e in run.events())
+    assert not [t for t in threading.enumerate() if t.name.startswith("clean_")]
+
+
 def _table(rows: int, tag: str) -> pa.Table:
     return pa.table(
         {
