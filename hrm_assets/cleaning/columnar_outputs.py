@@ -150,7 +150,6 @@ class OutputUnit:
         self.pieces: dict[str, list[tuple[object, int]]] = {}
         # batches waiting to be grouped and stored together: (files, codes, rows, reports)
         self.waiting: list[tuple[list[str], np.ndarray, pa.Table, list]] = []
-        self.waiting_bytes = 0
         # route -> the checked output path, for the batches of these parts
         self.routes: dict[str, str] = {}
         # A later file's rows of outputs whose Parquet writer is open (OpenMathInstruct-2's
@@ -212,8 +211,7 @@ class OutputUnit:
                 _account(reports[code], group)
             return
         self.waiting.append((files, codes, rows, reports))
-        self.waiting_bytes += rows.nbytes
-        if self.waiting_bytes >= GROUPED_BYTES:
+        if sum(batch_rows.nbytes for _, _, batch_rows, _ in self.waiting) >= GROUPED_BYTES:
             self._store_waiting()
 
     def _store_waiting(self) -> None:
@@ -221,7 +219,7 @@ class OutputUnit:
         import numpy as np
         import pyarrow as pa
 
-        waiting, self.waiting, self.waiting_bytes = self.waiting, [], 0
+        waiting, self.waiting = self.waiting, []
         if not waiting:
             return
         if len(waiting) == 1:
