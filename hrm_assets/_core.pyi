@@ -373,6 +373,41 @@ def gsm8k_rows(
     UTF-8 is kept (stripping stops at it); buffers that are not one Arrow array raise
     ValueError."""
 
+def spill_groups(
+    fd: int,
+    position: int,
+    columns: list[list[tuple[Buffer, Buffer]]],
+    order: Buffer | None,
+    bounds: Buffer,
+) -> list[int]:
+    """Write the groups of a batch's text columns into the open file ``fd`` from
+    ``position``, one after the other, without the GIL. ``columns[i]`` is column ``i``'s
+    chunks, each ``(offsets, data)``: C-contiguous int64 offsets (its rows + 1) into its data;
+    group ``g`` is the rows ``order[bounds[g]:bounds[g+1]]`` of the chunks joined (int64;
+    ``order`` None: the rows in batch order). A group
+    of ``rows`` rows takes, for each column, ``8 * rows`` bytes of end offsets and its text.
+    Returns the text bytes of each group's columns, group by group. A shape that names rows
+    the columns lack raises ValueError; a failed write OSError."""
+
+def memory_groups(
+    columns: list[list[tuple[Buffer, Buffer]]],
+    order: Buffer | None,
+    bounds: Buffer,
+) -> tuple[bytes, list[int]]:
+    """The groups of ``spill_groups`` in a new ``bytes`` instead of a file, and their text
+    sizes."""
+
+def gather_groups(
+    groups: list[tuple[int | Buffer, int, int, list[int]]],
+    columns: int,
+) -> list[tuple[bytes, bytes, int]]:
+    """Stored groups, each ``(source, position, rows, text)`` (``source``: the descriptor of
+    its spill file or its memory block; ``text``: its columns' text bytes as
+    ``spill_groups`` gave them), joined in order: for each of the ``columns``, its offsets,
+    its text and the offsets' width (4: Arrow ``string``, 8: ``large_string``). The text is
+    read without the GIL, straight into place. A file shorter than its groups raises
+    OSError."""
+
 def question_answer_lines(
     block: Buffer,
     pending: bytes | None,

@@ -144,6 +144,67 @@ def string_array_of(offsets: bytes, data: bytes) -> pa.StringArray:
     return pa.Array.from_buffers(pa.string(), rows, buffers)
 
 
+def text_array_of(offsets: bytes, data: bytes, width: int) -> pa.Array:
+    """A text array without nulls over its buffers: ``string`` for ``width`` 4 (int32
+    offsets), ``large_string`` for 8 (int64)."""
+    import pyarrow as pa
+
+    kind = {4: pa.string(), 8: pa.large_string()}[width]
+    rows = len(offsets) // width - 1
+    return pa.Array.from_buffers(kind, rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def text_column_buffers(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> tuple:
+    """``(offsets, data, valid)`` of the text columns ``columns`` of ``rows`` (``string`` or
+    ``large_string``), as the Rust core takes them: per column, its int64 offsets (rows + 1,
+    from the column's first row), its data buffer, and a uint8 flag a row (0: null) or None
+    when it has no null."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets, data, valid = [], [], []
+    for name in columns:
+        column = _single(rows.column(name))
+        if pa.types.is_string(column.type):
+            width = np.int32
+        elif pa.types.is_large_string(column.type):
+            width = np.int64
+        else:
+            raise ValueError(f"column {name!r} is {column.type}, not text")
+        _, offset_buffer, data_buffer = column.buffers()
+        start = column.offset
+        if offset_buffer is None:  # an empty array may have no buffers
+            offsets.append(np.zeros(1, dtype=np.int64))
+        else:
+            widened = np.frombuffer(offset_buffer, dtype=width)[start : start + len(column) + 1]
+            offsets.append(widened.astype(np.int64))
+        data.append(
+            np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
+        )
+        if column.null_count:
+            valid.append(np.logical_not(null_flags(column)).astype(np.uint8))
+        else:
+            valid.append(None)
+    return offsets, data, valid
+
+
+def text_chunk_buffers(column: pa.Array | pa.ChunkedArray) -> list[tuple]:
+    """Each chunk of a text column without nulls (``string`` or ``large_string``) as the
+    Rust core takes it, without joining the chunks: ``(offsets, data)``, its int64 offsets
+    (rows + 1, from the chunk's first row) and its data buffer."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    buffers = []
+    for chunk in chunks:
+        table = pa.table({"text": chunk})
+        (offsets,), (data,), (valid,) = text_column_buffers(table, ["text"])
+        if valid is not None:
+            raise ValueError("a text column with nulls")
+        buffers.append((offsets, data))
+    return buffers
+
+
 def string_scalar(value: str) -> pa.StringScalar:
     """``value`` as an Arrow scalar, for a compute function's argument."""
     return string_array([value])[0]

@@ -10,9 +10,9 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
   turned into Python objects;
 - a batch with one output goes to its writer as Arrow columns; otherwise its rows are
   grouped by output file with a stable sort (read order kept within each file) and kept in a
-  :class:`BatchStore` (memory, then a spill file) until the part is read, when each file is
-  written from its groups and closed (a second pass: memory does not grow with the number of
-  outputs nor of rows);
+  ``grouped_store.GroupStore`` (memory, then a spill file) until the part is read, when each
+  file is written from its groups gathered and closed (a second pass: memory does not grow
+  with the number of outputs nor of rows);
 - skipped records are counted by reason, with the first examples in read order;
 - parts are cleaned in parallel threads (pyarrow releases the GIL in its kernels, readers and
   writers) when the rule says no two parts write the same file; each part has its own report,

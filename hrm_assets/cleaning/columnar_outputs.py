@@ -1,5 +1,5 @@
 """Where the columnar engine's checked rows go (:class:`OutputUnit`): straight to their
-writer when a batch has one output, else grouped per output and kept in a :class:`BatchStore`
+writer when a batch has one output, else grouped per output and kept in a :class:`GroupStore`
 (memory within the run's :class:`StoreBudget`, then a spill file) until the part is read, then
 written file by file within a :class:`WriteGate`, by the unit's thread or handed to the
 engine's threads as :class:`PartWrites`; a part whose files were read in parallel has its
@@ -13,7 +13,6 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hrm_assets.cleaning.arrow_buffers import index_array, integers
@@ -21,8 +20,8 @@ from hrm_assets.cleaning.cleaned_parquet import (
     BufferBudget,
     ParquetSegment,
     fits_one_write,
-    open_spill_file,
 )
+from hrm_assets.cleaning.grouped_store import GroupStore, StoreBudget, StoredGroup, gathered
 from hrm_assets.cleaning.outputs import CleanedOutputs
 from hrm_assets.cleaning.report import PREVIEW_CHARS, PREVIEW_ROWS
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -75,29 +74,6 @@ class WriteGate:
                 self._changed.notify_all()
 
 
-class StoreBudget:
-    """Rows the stores of one run keep in memory, over all of them (the units of every part
-    and file being read at once, and those waiting for their part's other files): a batch that
-    would take them past ``limit`` bytes goes to its store's spill file."""
-
-    def __init__(self, limit: int):
-        self.limit = max(1, limit)
-        self.held = 0
-        self._lock = threading.Lock()
-
-    def take(self, size: int) -> bool:
-        """Hold ``size`` more bytes if they fit within the limit; whether they did."""
-        with self._lock:
-            if self.held + size > self.limit:
-                return False
-            self.held += size
-            return True
-
-    def give_back(self, size: int) -> None:
-        with self._lock:
-            self.held -= size
-
-
 @dataclass
 class PartWrites:
     """The files of a part whose rows are all read, for any thread to write: ``files`` write
@@ -111,7 +87,7 @@ class PartWrites:
 class OutputUnit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
     output (SYNTH), else grouped by output with one stable sort per :data:`GROUPED_BYTES`
-    of batches and kept in a :class:`BatchStore` (memory within ``store_budget``, shared by
+    of batches and kept in a :class:`GroupStore` (memory within ``store_budget``, shared by
     the run's units, then one spill-file message per group) until :meth:`finish` writes the
     files, each from its groups and closed at once.
     Memory then holds about one output's row group per thread, whatever the number of
@@ -144,7 +120,7 @@ class OutputUnit:
         self.direct: dict[str, int] = {}
         # For the writers written through (SYNTH's), or else for the store (FLAN's groups).
         self.budget = BufferBudget(max(1, budget))
-        self.store: BatchStore | None = None
+        self.store: GroupStore | None = None
         self.store_budget = store_budget or StoreBudget(budget)
         # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
         self.pieces: dict[str, list[tuple[object, int]]] = {}
@@ -244,28 +220,25 @@ class OutputUnit:
 
     def _store(self, files: list[str], codes: np.ndarray, rows: pa.Table, reports: list) -> None:
         import numpy as np
+        import pyarrow as pa
 
         if self.store is None:
             first = self.outputs.out_root / files[int(codes[0])]
-            self.store = BatchStore(first, self.store_budget)
+            self.store = GroupStore(first, self.store_budget)
         counts = np.bincount(codes, minlength=len(files))
         present = np.flatnonzero(counts)
         starts = np.cumsum(counts) - counts
-        if len(present) == 1:  # one group already (a later file's unit): no sort, no copy
-            grouped, appearance = rows, present
+        if len(present) == 1:  # one group already (a later file's unit): rows in their order
+            order, appearance = None, present
         else:
             # A batch names far fewer than 2**16 files: numpy sorts 16-bit keys by radix.
             sort_keys = codes.astype(np.uint16) if len(files) <= 1 << 16 else codes
             order = np.argsort(sort_keys, kind="stable")
-            grouped = rows.take(index_array(order))
             # Outputs by their first row in the batch, the first of their group once sorted.
             appearance = present[np.argsort(order[starts[present]], kind="stable")]
-        ends = np.concatenate(([0], np.cumsum(_text_lengths(grouped))))
-        firsts, sizes = starts[appearance], counts[appearance]
-        texts = ends[firsts + sizes] - ends[firsts]
-        columns = (appearance.tolist(), firsts.tolist(), sizes.tolist(), texts.tolist())
-        groups = list(zip(*columns, strict=True))
-        keys = self.store.add(grouped, [(start, count) for _, start, count, _ in groups])
+        # The groups are stored by output code; each output's pieces go in read order.
+        bounds = np.append(starts[present], starts[present[-1]] + counts[present[-1]])
+        stored = dict(zip(present.tolist(), self.store.add(rows, order, bounds), strict=True))
         # Conditions per file with one count over the batch, not one per file.
         conditions = rows.column("condition").combine_chunks().dictionary_encode()
         names = conditions.dictionary.to_pylist()
@@ -274,17 +247,26 @@ class OutputUnit:
                 codes * len(names) + integers(conditions.indices),
                 minlength=len(files) * len(names),
             ).reshape(len(files), len(names))
-        for (code, start, count, text), key in zip(groups, keys, strict=True):
-            self.pieces.setdefault(files[code], []).append((key, text))
+        for code in appearance.tolist():
+            group = stored[code]
+            self.pieces.setdefault(files[code], []).append((group, group.text_bytes))
             file_report = reports[code]
-            file_report.rows += count
+            file_report.rows += group.rows
             if len(names) == 1:  # one condition in the batch (FLAN: its subset's)
-                file_report.conditions[names[0]] += count
+                file_report.conditions[names[0]] += group.rows
             else:
                 for index in np.flatnonzero(pairs[code]):
                     file_report.conditions[names[index]] += int(pairs[code, index])
-            if len(file_report.preview) < PREVIEW_ROWS:
-                _preview(file_report, grouped.slice(start, count))
+            missing = PREVIEW_ROWS - len(file_report.preview)
+            if missing > 0:
+                start = int(starts[code])
+                if order is None:
+                    head = rows.slice(start, missing)
+                else:
+                    # Row by row: a take from a table of several chunks joins them first.
+                    positions = order[start : start + min(missing, group.rows)].tolist()
+                    head = pa.concat_tables([rows.slice(row, 1) for row in positions])
+                _preview(file_report, head)
 
     def _segment(self, relative: str) -> ParquetSegment:
         if relative not in self.segments:
@@ -300,24 +282,22 @@ class OutputUnit:
         output gets this unit's rows (written through, then stored), then theirs in file
         order, as if one unit had read the files one after the other. With ``defer`` (see
         the class), the files are handed over instead, ``threads`` unused."""
-        import pyarrow as pa
 
         # The rows are in the store already: their writer buffers them up to a row group
         # instead of spilling them a second time.
         unbounded = BufferBudget(1 << 62)
 
-        def write(item: tuple[str, list[tuple[object, object, int]]]) -> None:
-            # (store, key, text) of stored rows, or (segment, None, text it holds in memory)
+        def write(item: tuple[str, list[tuple[object, StoredGroup | None, int]]]) -> None:
+            # (store, group, text) of stored rows, or (segment, None, text it holds in memory)
             relative, pieces = item
             text = self.direct.get(relative, 0) + sum(p[2] for p in pieces)
             with self.gate.hold(self._pending_text(relative, pieces)):
-                rows = sum(BatchStore.row_count(key) for _, key, _ in pieces if key is not None)
+                rows = sum(group.rows for _, group, _ in pieces if group is not None)
                 if self._whole_file(relative, rows, text):
-                    # Most task files: one table, one call, no streaming writer.
-                    tables = [store.rows(key) for store, key, _ in pieces]
-                    table = pa.concat_tables(tables).combine_chunks()
-                    del tables  # the pieces read back, copied into the table
-                    self.outputs.write_whole(relative, table)
+                    # Most task files: one table of the groups gathered, one call, no
+                    # streaming writer.
+                    groups = [group for _, group, _ in pieces]
+                    self.outputs.write_whole(relative, gathered(groups, pieces[0][0].names))
                     return
                 writer = self.outputs.writer(relative, unbounded)
                 for source, key, piece_text in pieces:
@@ -327,7 +307,7 @@ class OutputUnit:
                         writer.write_batch(source.rows(key), piece_text)
                 self.outputs.close(relative)
 
-        joined: dict[str, list[tuple[object, object, int]]] = {}
+        joined: dict[str, list[tuple[object, StoredGroup | None, int]]] = {}
         for unit in (self, *later):
             unit._store_waiting()
             # A later file's segment holds its first rows of the output, its pieces the rest.
@@ -396,86 +376,6 @@ def _text_lengths(rows: pa.Table) -> np.ndarray:
         lengths = pc.binary_length(rows.column(name)).combine_chunks()
         total += integers(lengths, null_as=0)
     return total
-
-
-class BatchStore:
-    """Groups of rows kept for a second pass. A grouped batch stays in memory while the
-    run's stores hold less than ``budget``'s limit; beyond, its groups are appended to a
-    spill file (named as a temporary of one of the outputs), an Arrow IPC file of one record
-    batch per group, written by one call per batch, whose footer locates each group to read
-    it back alone (positioned reads into memory, freed once written): the second pass holds
-    one output's rows at a time and no mapped file pages."""
-
-    def __init__(self, output: Path, budget: StoreBudget):
-        # The spill file is named as a temporary of ``output``, so that the next run of the
-        # source removes it if this one dies (hrm_assets.cleaning.leftovers).
-        self.output = Path(output)
-        self.budget = budget
-        self.held = 0
-        self.in_memory: list[pa.Table] = []
-        self.path: Path | None = None
-        self.spilled = 0  # groups in the spill file
-        self._file = None
-        self._sink = None
-        self._writer = None
-        self._source = None
-        self._reader = None
-        self._lock = threading.Lock()
-
-    def add(self, table: pa.Table, groups: list[tuple[int, int]]) -> list[object]:
-        """Keep ``table``'s row ranges ``groups`` (start, count); one key per range."""
-        import pyarrow as pa
-
-        if self.budget.take(table.nbytes):
-            self.in_memory.append(table)
-            self.held += table.nbytes
-            index = len(self.in_memory) - 1
-            return [("memory", index, start, count) for start, count in groups]
-        if self._writer is None:
-            self.path, self._file = open_spill_file(self.output)
-            self._sink = pa.BufferedOutputStream(self._file, buffer_size=1 << 20)
-            self._writer = pa.ipc.new_file(self._sink, table.schema)
-        batch = table.combine_chunks().to_batches()[0]
-        # A table of one chunk per group is written as one record batch per group.
-        slices = [batch.slice(start, count) for start, count in groups]
-        self._writer.write_table(pa.Table.from_batches(slices, batch.schema))
-        first, self.spilled = self.spilled, self.spilled + len(groups)
-        return [("file", first + index, 0, count) for index, (_, count) in enumerate(groups)]
-
-    @staticmethod
-    def row_count(key) -> int:
-        """The rows stored under ``key``."""
-        return key[3]
-
-    def rows(self, key) -> pa.Table:
-        """The rows stored under ``key``; once one spilled group is read, no more are added."""
-        import pyarrow as pa
-
-        where, a, b, count = key
-        if where == "memory":
-            return self.in_memory[a].slice(b, count)
-        with self._lock:
-            if self._reader is None:
-                self._writer.close()  # the footer that locates the groups
-                self._sink.close()
-                self._writer = self._sink = self._file = None
-                self._source = pa.OSFile(str(self.path), mode="r")
-                self._reader = pa.ipc.open_file(self._source)
-            batch = self._reader.get_batch(a)
-        return pa.Table.from_batches([batch])
-
-    def close(self) -> None:
-        self.in_memory = []
-        self.budget.give_back(self.held)
-        self.held = 0
-        for handle in (self._writer, self._sink, self._file, self._source):
-            if handle is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    handle.close()
-        self._writer = self._sink = self._file = self._source = self._reader = None
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
-            self.path = None
 
 
 def _preview(file_report, rows: pa.Table) -> None:

@@ -28,8 +28,9 @@ def jsonl_lines(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> byte
     ``columns`` must be string columns of ``rows``; a value that is not UTF-8 raises
     ValueError naming the column and the row (counted from 1 in ``rows``)."""
     from hrm_assets._core import json_lines
+    from hrm_assets.cleaning.arrow_buffers import text_column_buffers
 
-    return json_lines(list(columns), *_column_buffers(rows, columns))
+    return json_lines(list(columns), *text_column_buffers(rows, columns))
 
 
 def encode_jsonl_lines(
@@ -38,39 +39,7 @@ def encode_jsonl_lines(
     """``lines`` (a ``hrm_assets._core.JsonLines``) holding :func:`jsonl_lines` of ``rows``
     instead of what it held, its buffer kept: ``file.write(lines)`` writes them without a
     copy. Errors as :func:`jsonl_lines`'s."""
-    lines.encode(list(columns), *_column_buffers(rows, columns))
+    from hrm_assets.cleaning.arrow_buffers import text_column_buffers
+
+    lines.encode(list(columns), *text_column_buffers(rows, columns))
     return lines
-
-
-def _column_buffers(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> tuple:
-    """``(offsets, data, valid)`` of the string columns ``columns`` of ``rows``, as the
-    core's ``json_lines`` takes them: int64 offsets, the data, a uint8 flag a row or None."""
-    import numpy as np
-    import pyarrow as pa
-
-    offsets, data, valid = [], [], []
-    for name in columns:
-        column = rows.column(name)
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
-        if pa.types.is_string(column.type):
-            width = np.int32
-        elif pa.types.is_large_string(column.type):
-            width = np.int64
-        else:
-            raise ValueError(f"column {name!r} is {column.type}, not text")
-        _, offset_buffer, data_buffer = column.buffers()
-        start = column.offset
-        if offset_buffer is None:  # an empty array may have no buffers
-            offsets.append(np.zeros(1, dtype=np.int64))
-        else:
-            widened = np.frombuffer(offset_buffer, dtype=width)[start : start + len(column) + 1]
-            offsets.append(widened.astype(np.int64))
-        data.append(
-            np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
-        )
-        if column.null_count:
-            valid.append(column.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8))
-        else:
-            valid.append(None)
-    return offsets, data, valid

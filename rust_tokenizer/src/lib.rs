@@ -12,6 +12,8 @@
 //! - [`jsonl`]: cleaned rows as data_io's JSON lines (orjson's bytes), built from text columns;
 //! - [`text_lines`]: a text file's lines as Python's text mode and `str.strip()` give them,
 //!   paired as question and answer into text columns (dmmath);
+//! - [`grouped_rows`]: the cleaning engine's rows grouped by output file, written to a spill
+//!   file or memory straight from a batch's text columns and gathered back joined;
 //! - [`scan`]: one read of each file of an output folder for its checks (size, SHA-256 and a
 //!   plain array's length and largest value);
 //! - [`error`]: the one error type.
@@ -20,6 +22,7 @@
 //! the `pyo3` feature) has one binding module per stage that converts types and delegates here.
 
 pub mod error;
+pub mod grouped_rows;
 pub mod gsm8k_answers;
 pub mod jsonl;
 pub mod ngram;

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hrm_assets.cleaning import columnar, columnar_clean, columnar_outputs
+from hrm_assets.cleaning import columnar, columnar_clean, grouped_store
 from hrm_assets.cleaning.clean import clean_source
 from hrm_assets.cleaning.cleaned_parquet import ParquetRowWriter
 from hrm_assets.cleaning.rows import FIELDS, Row
@@ -278,14 +278,14 @@ def test_a_spill_file_is_a_leftover_the_next_run_removes(tmp_path, monkeypatch):
     monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", 20_000)
     spec, out = get_source("flan"), tmp_path / "out"
     seen = []
-    close = columnar_outputs.BatchStore.close
+    close = grouped_store.GroupStore.close
 
     def close_and_look(store):
         if store.path is not None:  # what a run killed now would leave
             seen.append((store.path, store.path in cleaning_leftovers(spec, out)))
         close(store)
 
-    monkeypatch.setattr(columnar_outputs.BatchStore, "close", close_and_look)
+    monkeypatch.setattr(grouped_store.GroupStore, "close", close_and_look)
     clean_source(spec, out, tmp_path / "raw", threads=1)
     assert seen and all(found for _, found in seen)
     assert not any(path.exists() for path, _ in seen)

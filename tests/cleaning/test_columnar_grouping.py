@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from hrm_assets.cleaning import columnar, columnar_clean, columnar_outputs
+from hrm_assets.cleaning import columnar, columnar_clean, columnar_outputs, grouped_store
 from hrm_assets.cleaning.sources import get_source
 from tests.cleaning.test_columnar import cleaned_by_engine_and_row_path, write_flan
 
@@ -33,18 +33,18 @@ def test_grouped_batches_give_the_row_path_files_and_report(
     monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", budget)
     monkeypatch.setattr(columnar_outputs, "GROUPED_BYTES", grouped_bytes)
     batches, stored = [], []
-    unit_add, store_add = columnar_outputs.OutputUnit.add, columnar_outputs.BatchStore.add
+    unit_add, store_add = columnar_outputs.OutputUnit.add, grouped_store.GroupStore.add
 
     def unit_add_and_count(unit, files, codes, rows, reports):
         batches.append(rows.num_rows)
         return unit_add(unit, files, codes, rows, reports)
 
-    def store_add_and_count(store, table, groups):
-        stored.append(table.num_rows)
-        return store_add(store, table, groups)
+    def store_add_and_count(store, rows, order, bounds):
+        stored.append(int(bounds[-1] - bounds[0]))
+        return store_add(store, rows, order, bounds)
 
     monkeypatch.setattr(columnar_outputs.OutputUnit, "add", unit_add_and_count)
-    monkeypatch.setattr(columnar_outputs.BatchStore, "add", store_add_and_count)
+    monkeypatch.setattr(grouped_store.GroupStore, "add", store_add_and_count)
     one = cleaned_by_engine_and_row_path(get_source("flan"), tmp_path / "raw", tmp_path)
     assert one.rows_written and one.skipped
     # Two engine runs (1 and 2 threads), three subsets each: every row stored once a run.

@@ -1,22 +1,19 @@
-"""The engine's schedule of reads and writes (``columnar_clean._Schedule``) and the store of
-grouped rows (``columnar_outputs.BatchStore``).
+"""The engine's schedule of reads and writes (``columnar_clean._Schedule``).
 
-The schedule: a part's files are written by a worker the reads leave while the next part is
+A part's files are written by a worker the reads leave while the next part is
 read (both cores busy to the end), on one thread right after the part is read, its stores
 closed once after its last file; a failure stops the run and the one raised is the serial
-engine's. The store: each group comes back as it was added, from memory or from the spill
-file, which is removed on close.
+engine's.
 """
 
 from __future__ import annotations
 
 import threading
 
-import pyarrow as pa
 import pytest
 
 from hrm_assets.cleaning.columnar_clean import _Schedule
-from hrm_assets.cleaning.columnar_outputs import BatchStore, PartWrites, StoreBudget
+from hrm_assets.cleaning.columnar_outputs import PartWrites
 
 WAIT = 30  # seconds a test waits for another worker before it fails
 
@@ -165,34 +162,3 @@ def test_an_interrupt_waits_for_the_workers_and_starts_nothing_more(monkeypatch)
     assert {"read a done", "read b done"} <= set(run.events())  # waited for, not abandoned
     assert "read c" not in run.events() and not any(e.startswith("write") for e in run.events())
     assert not [t for t in threading.enumerate() if t.name.startswith("clean_")]
-
-
-def _table(rows: int, tag: str) -> pa.Table:
-    return pa.table(
-        {
-            "condition": ["direct"] * rows,
-            "instruction": [f"{tag} question {i} ü" for i in range(rows)],
-            "response": [f"{tag} answer {i}" * (i % 3) for i in range(rows)],
-        }
-    )
-
-
-def test_the_store_gives_back_each_group_from_memory_or_its_spill_file(tmp_path):
-    first, second, third = _table(40, "first"), _table(30, "second"), _table(25, "third")
-    budget = StoreBudget(first.nbytes)  # the first batch fits, the others spill
-    store = BatchStore(tmp_path / "out" / "task.parquet", budget)
-    groups = {
-        "first": (first, [(0, 10), (10, 1), (11, 29)]),
-        "second": (second, [(0, 30)]),
-        "third": (third, [(0, 5), (5, 20)]),
-    }
-    keys = {name: store.add(table, ranges) for name, (table, ranges) in groups.items()}
-    assert keys["first"][0][0] == "memory" and keys["second"][0][0] == "file"
-    spill = store.path
-    assert spill is not None and spill.exists() and spill.parent == tmp_path / "out"
-    for name, (table, ranges) in reversed(groups.items()):  # any order, as the writers ask
-        for key, (start, count) in zip(keys[name], ranges, strict=True):
-            assert BatchStore.row_count(key) == count
-            assert store.rows(key).equals(table.slice(start, count))
-    store.close()
-    assert not spill.exists() and budget.held == 0

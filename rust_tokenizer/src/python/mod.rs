@@ -12,6 +12,8 @@
 //!   (contamination and duplicates);
 //! - [`gsm8k_answers`] binds `gsm8k_rows` (GSM8K's rule on a batch's Arrow buffers);
 //! - [`jsonl`] binds `json_lines` and `JsonLines` (cleaned JSONL written from text columns);
+//! - [`grouped_rows`] binds `spill_groups`, `memory_groups` and `gather_groups` (the
+//!   cleaning engine's rows grouped by output file, stored and gathered back);
 //! - [`text_lines`] binds `question_answer_lines` (a text block's stripped lines, paired).
 //!
 //! `hrm_assets/_core.pyi` states every name and signature for Python (checked against the
@@ -21,6 +23,7 @@ use pyo3::prelude::*;
 
 mod buffers;
 mod errors;
+mod grouped_rows;
 mod gsm8k_answers;
 mod jsonl;
 mod ngram;
@@ -38,6 +41,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     ngram::register(module)?;
     jsonl::register(module)?;
     gsm8k_answers::register(module)?;
+    grouped_rows::register(module)?;
     text_lines::register(module)?;
     Ok(())
 }

@@ -5,29 +5,10 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3::{ffi, Bound};
+use pyo3::Bound;
 
-use super::buffers::contiguous_slice;
+use super::buffers::{contiguous_slice, filled_bytes};
 use crate::text_lines::{block_lines, column_sizes, write_data, write_offsets, LinePairs};
-
-/// A new `bytes` of `len` bytes, every one written by `fill` without the GIL (not zeroed
-/// first, as `PyBytes::new_with` does: a second pass over megabytes of a block's text).
-fn filled_bytes<'py>(
-    py: Python<'py>,
-    len: usize,
-    fill: impl FnOnce(&mut [u8]) + Send,
-) -> PyResult<Bound<'py, PyBytes>> {
-    // SAFETY: a NULL source gives an uninitialised `bytes` of `len` bytes that no other code
-    // sees until it is returned; `fill` writes all of them (`write_offsets` and `write_data`
-    // fill the sizes `column_sizes` gives) before that.
-    unsafe {
-        let pointer = ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as ffi::Py_ssize_t);
-        let bytes = Bound::from_owned_ptr_or_err(py, pointer)?.cast_into_unchecked::<PyBytes>();
-        let buffer = std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(pointer).cast(), len);
-        py.detach(|| fill(buffer));
-        Ok(bytes)
-    }
-}
 
 /// A `large_string` column's offsets and data, each written in place into a new `bytes`.
 fn column_bytes<'py, 'v, I>(
@@ -38,8 +19,14 @@ where
     I: Iterator<Item = &'v [u8]>,
 {
     let (offset_bytes, data_bytes) = column_sizes(values());
-    let offsets = filled_bytes(py, offset_bytes, |out| write_offsets(values(), out))?;
-    let data = filled_bytes(py, data_bytes, |out| write_data(values(), out))?;
+    let offsets = filled_bytes(py, offset_bytes, |out| {
+        write_offsets(values(), out);
+        Ok(())
+    })?;
+    let data = filled_bytes(py, data_bytes, |out| {
+        write_data(values(), out);
+        Ok(())
+    })?;
     Ok((offsets, data))
 }
 
