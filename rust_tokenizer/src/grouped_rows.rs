@@ -126,120 +126,124 @@ pub fn check(columns: &[TextColumn], groups: &Groups) -> Result<(), String> {
     Ok(())
 }
 
-/// The text bytes of each group's columns: `groups.len() * columns.len()` sizes, group by
-/// group.
-pub fn text_sizes(columns: &[TextColumn], groups: &Groups) -> Vec<u64> {
-    let mut sizes = Vec::with_capacity(groups.len() * columns.len());
-    for group in 0..groups.len() {
-        for column in columns {
-            sizes.push(
-                groups
-                    .rows(group)
-                    .map(|row| column.value(row).len() as u64)
-                    .sum(),
-            );
-        }
-    }
-    sizes
+/// The groups' bytes in their stored order, as the slices they are made of: each column's
+/// end offsets (built here) then its values (borrowed from the batch, where they are; values
+/// next to each other in the batch make one slice). One pass over each group's rows, whose
+/// positions in the batch are scattered by the grouping.
+pub struct GroupLayout<'a> {
+    ends: Vec<u8>,
+    pieces: Vec<Piece<'a>>,
+    sizes: Vec<u64>,
 }
 
-/// Where the groups' bytes go, in order.
-trait Sink {
-    fn put(&mut self, bytes: &[u8]) -> io::Result<()>;
+enum Piece<'a> {
+    /// A range of `ends`.
+    Ends(usize, usize),
+    Value(&'a [u8]),
 }
 
-/// A block of memory of the groups' exact size.
-struct MemorySink<'a> {
-    out: &'a mut [u8],
-    at: usize,
-}
-
-impl Sink for MemorySink<'_> {
-    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.out[self.at..self.at + bytes.len()].copy_from_slice(bytes);
-        self.at += bytes.len();
-        Ok(())
-    }
-}
-
-/// A file from a position, through a buffer written out a megabyte at a time.
-struct FileSink<'a> {
-    file: &'a File,
-    position: u64,
-    buffer: Vec<u8>,
-}
-
-const FILE_SINK_BYTES: usize = 1 << 20;
-
-impl FileSink<'_> {
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.write_all_at(&self.buffer, self.position)?;
-        self.position += self.buffer.len() as u64;
-        self.buffer.clear();
-        Ok(())
-    }
-}
-
-impl Sink for FileSink<'_> {
-    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if self.buffer.len() + bytes.len() > FILE_SINK_BYTES && !self.buffer.is_empty() {
-            self.flush()?;
-        }
-        if bytes.len() >= FILE_SINK_BYTES {
-            self.file.write_all_at(bytes, self.position)?;
-            self.position += bytes.len() as u64;
-        } else {
-            self.buffer.extend_from_slice(bytes);
-        }
-        Ok(())
-    }
-}
-
-fn put_groups(columns: &[TextColumn], groups: &Groups, sink: &mut impl Sink) -> io::Result<()> {
-    let mut ends = Vec::new();
-    for group in 0..groups.len() {
-        for column in columns {
-            ends.clear();
-            let mut end = 0u64;
-            for row in groups.rows(group) {
-                end += column.value(row).len() as u64;
-                ends.extend_from_slice(&end.to_le_bytes());
-            }
-            sink.put(&ends)?;
-            for row in groups.rows(group) {
-                sink.put(column.value(row))?;
+impl<'a> GroupLayout<'a> {
+    pub fn new(columns: &'a [TextColumn<'a>], groups: &Groups) -> Self {
+        let rows = groups.bounds.last().copied().unwrap_or(0)
+            - groups.bounds.first().copied().unwrap_or(0);
+        let mut layout = Self {
+            ends: Vec::with_capacity(rows.max(0) as usize * columns.len() * 8),
+            pieces: Vec::new(),
+            sizes: Vec::with_capacity(groups.len() * columns.len()),
+        };
+        let mut values: Vec<&'a [u8]> = Vec::new();
+        for group in 0..groups.len() {
+            for column in columns {
+                values.clear();
+                let start = layout.ends.len();
+                let mut end = 0u64;
+                for row in groups.rows(group) {
+                    let value = column.value(row);
+                    end += value.len() as u64;
+                    layout.ends.extend_from_slice(&end.to_le_bytes());
+                    values.push(value);
+                }
+                layout.sizes.push(end);
+                layout.pieces.push(Piece::Ends(start, layout.ends.len()));
+                layout.push_values(&values);
             }
         }
+        layout
     }
-    Ok(())
-}
 
-/// Write the groups one after the other into `file` from `position`; `sizes` are
-/// [`text_sizes`]'. Group `g` starts where the groups before it end ([`group_size`]).
-pub fn write_groups(
-    file: &File,
-    position: u64,
-    columns: &[TextColumn],
-    groups: &Groups,
-) -> io::Result<()> {
-    let mut sink = FileSink {
-        file,
-        position,
-        buffer: Vec::with_capacity(FILE_SINK_BYTES),
-    };
-    put_groups(columns, groups, &mut sink)?;
-    sink.flush()
-}
+    fn push_values(&mut self, values: &[&'a [u8]]) {
+        for &value in values {
+            if value.is_empty() {
+                continue;
+            }
+            if let Some(Piece::Value(last)) = self.pieces.last_mut() {
+                // SAFETY (of the pointer arithmetic only): one past the end of `last`.
+                if last.as_ptr_range().end == value.as_ptr() {
+                    // Both lie in one buffer of the batch, back to back: one slice of it.
+                    *last = unsafe {
+                        std::slice::from_raw_parts(last.as_ptr(), last.len() + value.len())
+                    };
+                    continue;
+                }
+            }
+            self.pieces.push(Piece::Value(value));
+        }
+    }
 
-/// The groups one after the other into `out`, which holds exactly their bytes.
-pub fn fill_groups(columns: &[TextColumn], groups: &Groups, out: &mut [u8]) {
-    let mut sink = MemorySink { out, at: 0 };
-    put_groups(columns, groups, &mut sink).expect("memory takes every byte");
-    assert_eq!(
-        sink.at,
-        sink.out.len(),
-        "the block holds the groups exactly"
-    );
+    /// The text bytes of each group's columns, group by group.
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
+    /// Bytes of all the groups.
+    pub fn len(&self) -> usize {
+        self.slices().map(<[u8]>::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.pieces.iter().map(|piece| match *piece {
+            Piece::Ends(start, end) => &self.ends[start..end],
+            Piece::Value(value) => value,
+        })
+    }
+
+    /// Write the groups into `file` from `position`, through a buffer written out a megabyte
+    /// at a time. (Handing the kernel the slices where they are, `pwritev` of up to 1024 at
+    /// a time, took 0.11 s of CPU against 0.07 s for 139 MiB of FLAN's rows: its cost per
+    /// slice of a few hundred bytes is more than the copy it saves.)
+    pub fn write_at(&self, file: &File, position: u64) -> io::Result<()> {
+        const BUFFER_BYTES: usize = 1 << 20;
+        let mut buffer = Vec::with_capacity(BUFFER_BYTES);
+        let mut position = position;
+        for slice in self.slices() {
+            if buffer.len() + slice.len() > BUFFER_BYTES && !buffer.is_empty() {
+                file.write_all_at(&buffer, position)?;
+                position += buffer.len() as u64;
+                buffer.clear();
+            }
+            if slice.len() >= BUFFER_BYTES {
+                file.write_all_at(slice, position)?;
+                position += slice.len() as u64;
+            } else {
+                buffer.extend_from_slice(slice);
+            }
+        }
+        file.write_all_at(&buffer, position)
+    }
+
+    /// The groups into `out`, which holds exactly their bytes.
+    pub fn fill(&self, out: &mut [u8]) {
+        let mut at = 0;
+        for slice in self.slices() {
+            out[at..at + slice.len()].copy_from_slice(slice);
+            at += slice.len();
+        }
+        assert_eq!(at, out.len(), "the block holds the groups exactly");
+    }
 }
 
 /// Where a stored group is: in a spill file, or in a block of memory, from `position`.
@@ -401,7 +405,8 @@ mod tests {
             bounds: &bounds,
         };
         check(&columns, &groups).unwrap();
-        let sizes = text_sizes(&columns, &groups);
+        let layout = GroupLayout::new(&columns, &groups);
+        let sizes = layout.sizes().to_vec();
         assert_eq!(sizes, vec![4, 8, 7, 4]);
 
         let dir = tempfile::tempdir().unwrap();
@@ -414,7 +419,7 @@ mod tests {
             .unwrap();
         // The file starts with other bytes: the groups go from the position given.
         file.write_all_at(b"earlier", 0).unwrap();
-        write_groups(&file, 7, &columns, &groups).unwrap();
+        layout.write_at(&file, 7).unwrap();
         let first = group_size(2, &sizes[..2]);
         assert_eq!(
             file.metadata().unwrap().len(),
@@ -426,7 +431,7 @@ mod tests {
             order: Some(&order),
             bounds: &bounds[..2],
         };
-        fill_groups(&columns, &head, &mut block);
+        GroupLayout::new(&columns, &head).fill(&mut block);
 
         // The second group from the file, then the first from memory.
         let stored = [
@@ -457,6 +462,54 @@ mod tests {
         }
     }
 
+    /// Thousands of scattered rows (more than the write buffer holds) and runs of
+    /// neighbouring rows (one slice) are written to the file as they are filled into memory.
+    #[test]
+    fn a_file_gets_the_bytes_memory_gets() {
+        let values: Vec<String> = (0..5000)
+            .map(|row| format!("value {row} {}", "x".repeat(row % 7)))
+            .collect();
+        let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+        let (offsets, data) = column(&refs);
+        let columns = [TextColumn::new(vec![TextChunk {
+            offsets: &offsets,
+            data: &data,
+        }])];
+        // Even rows scattered backwards, then the odd rows in order (neighbours, not adjacent).
+        let mut order: Vec<i64> = (0..5000).rev().filter(|row| row % 2 == 0).collect();
+        order.extend((0..2500).map(|row| 2 * row as i64 + 1));
+        let bounds = [0i64, 2500, 2600, 5000];
+        let groups = Groups {
+            order: Some(&order),
+            bounds: &bounds,
+        };
+        let layout = GroupLayout::new(&columns, &groups);
+        let mut block = vec![0u8; layout.len()];
+        layout.fill(&mut block);
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .open(dir.path().join("spill"))
+            .unwrap();
+        layout.write_at(&file, 3).unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join("spill")).unwrap()[3..],
+            block[..]
+        );
+        // Batch order: the values are one slice of the batch's data.
+        let all = [0i64, 5000];
+        let whole = GroupLayout::new(
+            &columns,
+            &Groups {
+                order: None,
+                bounds: &all,
+            },
+        );
+        assert_eq!(whole.pieces.len(), 2);
+    }
+
     /// Rows in batch order when no order is given; a group with no rows is empty.
     #[test]
     fn no_order_keeps_batch_order() {
@@ -470,11 +523,13 @@ mod tests {
             order: None,
             bounds: &bounds,
         };
-        let sizes = text_sizes(&columns, &groups);
+        let layout = GroupLayout::new(&columns, &groups);
+        let sizes = layout.sizes().to_vec();
         assert_eq!(sizes, vec![0, 6]);
         let mut block =
             vec![0u8; (group_size(0, &sizes[..1]) + group_size(3, &sizes[1..])) as usize];
-        fill_groups(&columns, &groups, &mut block);
+        assert_eq!(layout.len(), block.len());
+        layout.fill(&mut block);
         let stored = [StoredGroup {
             stored: Stored::Memory(&block),
             position: 0,

@@ -13,8 +13,8 @@ use pyo3::Bound;
 
 use super::buffers::{contiguous_slice, filled_bytes, uninitialised_bytes};
 use crate::grouped_rows::{
-    check, fill_groups, gather_column, group_size, offset_width, text_sizes, write_groups, Groups,
-    Stored, StoredGroup, TextChunk, TextColumn,
+    check, gather_column, offset_width, GroupLayout, Groups, Stored, StoredGroup, TextChunk,
+    TextColumn,
 };
 
 /// The open file of descriptor `fd`, borrowed: never closed here.
@@ -80,9 +80,9 @@ fn spill_groups(
     let (columns, groups) = batch_groups(&columns, &order, &bounds)?;
     let file = borrowed_file(fd)?;
     py.detach(|| {
-        let sizes = text_sizes(&columns, &groups);
-        write_groups(&file, position, &columns, &groups)?;
-        Ok(sizes)
+        let layout = GroupLayout::new(&columns, &groups);
+        layout.write_at(&file, position)?;
+        Ok(layout.sizes().to_vec())
     })
 }
 
@@ -96,18 +96,12 @@ fn memory_groups<'py>(
     bounds: PyBuffer<i64>,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
     let (columns, groups) = batch_groups(&columns, &order, &bounds)?;
-    let sizes = py.detach(|| text_sizes(&columns, &groups));
-    let width = columns.len();
-    let total: u64 = (0..groups.len())
-        .map(|group| {
-            let rows = (groups.bounds[group + 1] - groups.bounds[group]) as usize;
-            group_size(rows, &sizes[group * width..(group + 1) * width])
-        })
-        .sum();
-    let block = filled_bytes(py, total as usize, |out| {
-        fill_groups(&columns, &groups, out);
+    let layout = py.detach(|| GroupLayout::new(&columns, &groups));
+    let block = filled_bytes(py, layout.len(), |out| {
+        layout.fill(out);
         Ok(())
     })?;
+    let sizes = layout.sizes().to_vec();
     Ok((block, sizes))
 }
 
