@@ -55,3 +55,26 @@ def test_grouped_batches_give_the_row_path_files_and_report(
         assert len(stored) == 2 * 3
     else:
         assert 2 * 3 < len(stored) < len(batches)
+
+
+@pytest.mark.parametrize("budget", [1 << 20, 1 << 30], ids=["spilled", "in-memory"])
+def test_stored_files_too_large_for_one_write_stream_their_groups(tmp_path, monkeypatch, budget):
+    """A task file of more rows than a row group is written by the streaming writer, one
+    stored group at a time (``GroupStore.rows``), not gathered whole: the row path's files."""
+    from hrm_assets.cleaning import cleaned_parquet
+
+    write_flan(tmp_path / "raw", random.Random(5))
+    monkeypatch.setattr(columnar, "COLUMNAR_BATCH_ROWS", 300)
+    monkeypatch.setattr(columnar_clean, "DEFAULT_BUFFER_BYTES", budget)
+    monkeypatch.setattr(cleaned_parquet, "pyarrow_row_group_rows", lambda: 150)
+    streamed = []
+    rows = grouped_store.GroupStore.rows
+
+    def rows_and_count(store, group):
+        streamed.append(group.rows)
+        return rows(store, group)
+
+    monkeypatch.setattr(grouped_store.GroupStore, "rows", rows_and_count)
+    one = cleaned_by_engine_and_row_path(get_source("flan"), tmp_path / "raw", tmp_path)
+    assert one.rows_written and streamed
+    assert sum(streamed) < 2 * one.rows_written  # the smaller files were gathered whole
