@@ -1,8 +1,7 @@
 """A cleaned Parquet file written whole (``CleanedOutputs.write_whole``, most of FLAN's task
 files) has the bytes of data_io's ``pq.write_table(pa.Table.from_pydict(columns), path)``,
-whatever the chunks it was gathered from, encoded in memory when its rows are small or written
-to its file page by page when they are not; files past one row group or one Arrow chunk keep
-the streaming writer.
+whatever the chunks it was gathered from and however its native write buffer cuts it; files
+past one row group or one Arrow chunk keep the streaming writer.
 
 Rows are SYNTHETIC, generated here."""
 
@@ -34,10 +33,10 @@ def _rows(count: int) -> dict[str, list[str]]:
     }
 
 
-# Below the threshold: encoded in memory, one write; above it: page by page to the file.
-@pytest.mark.parametrize("in_memory_below", [1 << 40, 1])
-def test_a_file_written_whole_has_data_ios_bytes(tmp_path, monkeypatch, in_memory_below):
-    monkeypatch.setattr(cleaned_parquet, "ENCODE_IN_MEMORY_BYTES", in_memory_below)
+# A buffer larger than the file: one write at the end; a small one: a write every 4 KiB.
+@pytest.mark.parametrize("buffer_bytes", [1 << 30, 4096])
+def test_a_file_written_whole_has_data_ios_bytes(tmp_path, monkeypatch, buffer_bytes):
+    monkeypatch.setattr(cleaned_parquet, "WRITE_BUFFER_BYTES", buffer_bytes)
     rows = _rows(5000)
     data_io = tmp_path / "data_io.parquet"
     pq.write_table(pa.Table.from_pydict({k: rows[k] for k in INSTRUCTION_FIRST}), data_io)
