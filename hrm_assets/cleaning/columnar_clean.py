@@ -441,7 +441,12 @@ def _clean_part(
             _check_utf8(cleaned.rows, path, file_read, cleaned.records)
             return cleaned, _suspect_rows(cleaned.rows)
 
-        batches = _read_ahead(rule.read(path, rule.columns), depth=rule_threads)
+        batches = rule.read(path, rule.columns)
+        if rule_threads > 1:
+            # A part read alone: a helper decodes ahead while this thread records and writes.
+            # Where every thread reads a unit of its own, one more thread a unit only
+            # contends for the cores (FLAN: 0.2 s more wall, 70 MiB more memory).
+            batches = _read_ahead(batches, depth=rule_threads)
         for batch, prepared in _prepared_in_order(batches, prepare, rule_threads):
             if batch is None:  # the read failed here
                 if before:  # the error counts the part's records in its earlier files too
