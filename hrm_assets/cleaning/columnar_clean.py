@@ -23,9 +23,10 @@ Used by :func:`hrm_assets.cleaning.clean.clean_source` for a local-file source t
   written in file order, the reports joined as if the files were read one after the other;
 - reading and writing share the threads (:class:`_Schedule`): once a part is read, its files
   are written one by one by whichever threads the reads leave, while the next parts are read;
-- within a part, a helper thread decodes the next batches and the cores the other parts leave
-  apply the rule and the row checks to them, ahead of the thread that records and writes the
-  batches, in read order (:func:`_prepared_in_order`).
+- a part read alone has a helper thread decode its next batches and the other cores apply
+  the rule and the row checks to them, ahead of the thread that records and writes the
+  batches, in read order (:func:`_read_ahead`, :func:`_prepared_in_order`); where every
+  thread reads a part of its own, each decodes its own batches.
 """
 
 from __future__ import annotations
