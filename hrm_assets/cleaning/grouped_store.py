@@ -130,8 +130,8 @@ class GroupStore:
             try:
                 sizes = spill_groups(self._fd, position, columns, order, bounds)
             except OSError as error:
-                raise OSError(
-                    error.errno, f"{error} (writing the spill file)", str(self.path)
+                raise type(error)(
+                    f"{self.path}: writing the cleaning spill file: {error}"
                 ) from error
         width = len(self.names)
         stored = []
@@ -198,7 +198,10 @@ def gathered(groups: Sequence[StoredGroup], names: Sequence[str]) -> pa.Table:
     from hrm_assets.cleaning.arrow_buffers import text_array_of
 
     pieces = [(group.source, group.position, group.rows, list(group.text)) for group in groups]
-    columns = gather_groups(pieces, len(names))
+    try:
+        columns = gather_groups(pieces, len(names))
+    except OSError as error:
+        raise type(error)(f"reading back the cleaning spill file: {error}") from error
     return pa.table(
         {name: text_array_of(*column) for name, column in zip(names, columns, strict=True)}
     )

@@ -358,6 +358,16 @@ mod tests {
         (offsets, data)
     }
 
+    /// A new empty spill file in `dir`, open to read and write.
+    fn spill_file(dir: &tempfile::TempDir) -> File {
+        File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .open(dir.path().join("spill"))
+            .unwrap()
+    }
+
     fn strings(offsets: &[u8], data: &[u8], width: usize) -> Vec<String> {
         let ends: Vec<usize> = offsets
             .chunks_exact(width)
@@ -410,13 +420,7 @@ mod tests {
         assert_eq!(sizes, vec![4, 8, 7, 4]);
 
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("spill");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .open(path)
-            .unwrap();
+        let file = spill_file(&dir);
         // The file starts with other bytes: the groups go from the position given.
         file.write_all_at(b"earlier", 0).unwrap();
         layout.write_at(&file, 7).unwrap();
@@ -487,12 +491,7 @@ mod tests {
         let mut block = vec![0u8; layout.len()];
         layout.fill(&mut block);
         let dir = tempfile::tempdir().unwrap();
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .open(dir.path().join("spill"))
-            .unwrap();
+        let file = spill_file(&dir);
         layout.write_at(&file, 3).unwrap();
         assert_eq!(
             std::fs::read(dir.path().join("spill")).unwrap()[3..],
@@ -598,12 +597,7 @@ mod tests {
     #[test]
     fn a_short_file_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .open(dir.path().join("spill"))
-            .unwrap();
+        let file = spill_file(&dir);
         file.write_all_at(&[0u8; 8], 0).unwrap();
         let text = [5u64];
         let stored = [StoredGroup {

@@ -5,6 +5,8 @@ file is removed on close and the memory given back; rows it cannot keep are refu
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -105,6 +107,17 @@ def test_a_spill_file_cut_short_is_an_error_not_short_rows(tmp_path):
     group = store.add(_table(20, "t"), None, np.array([0, 20]))[0]
     with open(store.path, "r+b") as spill:
         spill.truncate(100)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="reading back the cleaning spill file"):
         store.rows(group)
     store.close()
+
+
+def test_a_failed_spill_write_names_the_spill_file(tmp_path):
+    store = GroupStore(tmp_path / "task.parquet", StoreBudget(0))
+    store.add(_table(5, "w"), None, np.array([0, 5]))
+    os.close(store._fd)  # the descriptor gone under the store: its next write fails
+    with pytest.raises(OSError, match=f"{store.path}: writing the cleaning spill file"):
+        store.add(_table(5, "w"), None, np.array([0, 5]))
+    store._fd = None
+    store.close()
+    assert not list(tmp_path.iterdir())
