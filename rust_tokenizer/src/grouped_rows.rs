@@ -40,13 +40,41 @@ impl<'a> TextColumn<'a> {
         *self.starts.last().unwrap()
     }
 
-    fn value(&self, row: usize) -> &[u8] {
+    /// Where row `row`'s value lies: its chunk's data and the value's range in it.
+    fn value(&self, row: usize) -> Value<'a> {
         let index = match self.chunks.len() {
             1 => 0,
             _ => self.starts.partition_point(|&start| start <= row) - 1,
         };
         let (chunk, row) = (&self.chunks[index], row - self.starts[index]);
-        &chunk.data[chunk.offsets[row] as usize..chunk.offsets[row + 1] as usize]
+        Value {
+            data: chunk.data,
+            start: chunk.offsets[row] as usize,
+            end: chunk.offsets[row + 1] as usize,
+        }
+    }
+}
+
+/// A value of a text column: `data[start..end]` of its chunk.
+#[derive(Clone, Copy)]
+struct Value<'a> {
+    data: &'a [u8],
+    start: usize,
+    end: usize,
+}
+
+impl<'a> Value<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        &self.data[self.start..self.end]
+    }
+
+    /// `next` taken into this value when it follows it in the same chunk.
+    fn extend(&mut self, next: &Value<'a>) -> bool {
+        let follows = std::ptr::eq(self.data, next.data) && self.end == next.start;
+        if follows {
+            self.end = next.end;
+        }
+        follows
     }
 }
 
@@ -139,7 +167,7 @@ pub struct GroupLayout<'a> {
 enum Piece<'a> {
     /// A range of `ends`.
     Ends(usize, usize),
-    Value(&'a [u8]),
+    Value(Value<'a>),
 }
 
 impl<'a> GroupLayout<'a> {
@@ -151,7 +179,7 @@ impl<'a> GroupLayout<'a> {
             pieces: Vec::new(),
             sizes: Vec::with_capacity(groups.len() * columns.len()),
         };
-        let mut values: Vec<&'a [u8]> = Vec::new();
+        let mut values: Vec<Value<'a>> = Vec::new();
         for group in 0..groups.len() {
             for column in columns {
                 values.clear();
@@ -159,7 +187,7 @@ impl<'a> GroupLayout<'a> {
                 let mut end = 0u64;
                 for row in groups.rows(group) {
                     let value = column.value(row);
-                    end += value.len() as u64;
+                    end += (value.end - value.start) as u64;
                     layout.ends.extend_from_slice(&end.to_le_bytes());
                     values.push(value);
                 }
@@ -171,22 +199,15 @@ impl<'a> GroupLayout<'a> {
         layout
     }
 
-    fn push_values(&mut self, values: &[&'a [u8]]) {
-        for &value in values {
-            if value.is_empty() {
-                continue;
-            }
+    /// The values as pieces, neighbours in one chunk joined into one piece.
+    fn push_values(&mut self, values: &[Value<'a>]) {
+        for value in values.iter().filter(|value| value.end > value.start) {
             if let Some(Piece::Value(last)) = self.pieces.last_mut() {
-                // SAFETY (of the pointer arithmetic only): one past the end of `last`.
-                if last.as_ptr_range().end == value.as_ptr() {
-                    // Both lie in one buffer of the batch, back to back: one slice of it.
-                    *last = unsafe {
-                        std::slice::from_raw_parts(last.as_ptr(), last.len() + value.len())
-                    };
+                if last.extend(value) {
                     continue;
                 }
             }
-            self.pieces.push(Piece::Value(value));
+            self.pieces.push(Piece::Value(*value));
         }
     }
 
@@ -207,7 +228,7 @@ impl<'a> GroupLayout<'a> {
     fn slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.pieces.iter().map(|piece| match *piece {
             Piece::Ends(start, end) => &self.ends[start..end],
-            Piece::Value(value) => value,
+            Piece::Value(value) => value.bytes(),
         })
     }
 
@@ -363,7 +384,7 @@ mod tests {
         File::options()
             .read(true)
             .write(true)
-            .create(true)
+            .create_new(true)
             .open(dir.path().join("spill"))
             .unwrap()
     }
