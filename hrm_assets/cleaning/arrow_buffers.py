@@ -159,50 +159,52 @@ def text_column_buffers(rows: pa.Table | pa.RecordBatch, columns: Sequence[str])
     ``large_string``), as the Rust core takes them: per column, its int64 offsets (rows + 1,
     from the column's first row), its data buffer, and a uint8 flag a row (0: null) or None
     when it has no null."""
-    import numpy as np
-    import pyarrow as pa
-
     offsets, data, valid = [], [], []
     for name in columns:
-        column = _single(rows.column(name))
-        if pa.types.is_string(column.type):
-            width = np.int32
-        elif pa.types.is_large_string(column.type):
-            width = np.int64
-        else:
-            raise ValueError(f"column {name!r} is {column.type}, not text")
-        _, offset_buffer, data_buffer = column.buffers()
-        start = column.offset
-        if offset_buffer is None:  # an empty array may have no buffers
-            offsets.append(np.zeros(1, dtype=np.int64))
-        else:
-            widened = np.frombuffer(offset_buffer, dtype=width)[start : start + len(column) + 1]
-            offsets.append(widened.astype(np.int64))
-        data.append(
-            np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
-        )
-        if column.null_count:
-            valid.append(np.logical_not(null_flags(column)).astype(np.uint8))
-        else:
-            valid.append(None)
+        column_offsets, column_data, column_valid = _text_buffers(_single(rows.column(name)), name)
+        offsets.append(column_offsets)
+        data.append(column_data)
+        valid.append(column_valid)
     return offsets, data, valid
 
 
-def text_chunk_buffers(column: pa.Array | pa.ChunkedArray) -> list[tuple]:
-    """Each chunk of a text column without nulls (``string`` or ``large_string``) as the
-    Rust core takes it, without joining the chunks: ``(offsets, data)``, its int64 offsets
-    (rows + 1, from the chunk's first row) and its data buffer."""
+def text_chunk_buffers(column: pa.Array | pa.ChunkedArray, name: str) -> list[tuple]:
+    """Each chunk of the text column ``name`` as the Rust core takes it, without joining the
+    chunks: ``(offsets, data)`` as :func:`text_column_buffers` gives them. A null is a
+    ValueError naming the column."""
     import pyarrow as pa
 
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     buffers = []
     for chunk in chunks:
-        table = pa.table({"text": chunk})
-        (offsets,), (data,), (valid,) = text_column_buffers(table, ["text"])
+        offsets, data, valid = _text_buffers(chunk, name)
         if valid is not None:
-            raise ValueError("a text column with nulls")
+            raise ValueError(f"a null in {name}, a column that must hold text")
         buffers.append((offsets, data))
     return buffers
+
+
+def _text_buffers(array: pa.Array, name: str) -> tuple:
+    """One text array's int64 offsets, data and validity flags (None without nulls)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if pa.types.is_string(array.type):
+        width = np.int32
+    elif pa.types.is_large_string(array.type):
+        width = np.int64
+    else:
+        raise ValueError(f"column {name!r} is {array.type}, not text")
+    _, offset_buffer, data_buffer = array.buffers()
+    start = array.offset
+    if offset_buffer is None:  # an empty array may have no buffers
+        offsets = np.zeros(1, dtype=np.int64)
+    else:
+        offsets = np.frombuffer(offset_buffer, dtype=width)[start : start + len(array) + 1]
+        offsets = offsets.astype(np.int64)
+    data = np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
+    valid = np.logical_not(null_flags(array)).astype(np.uint8) if array.null_count else None
+    return offsets, data, valid
 
 
 def string_scalar(value: str) -> pa.StringScalar:

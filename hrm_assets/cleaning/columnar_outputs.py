@@ -88,8 +88,8 @@ class OutputUnit:
     """Where the checked rows of some parts go: straight to their writer when a batch has one
     output (SYNTH), else grouped by output with one stable sort per :data:`GROUPED_BYTES`
     of batches and kept in a :class:`GroupStore` (memory within ``store_budget``, shared by
-    the run's units, then one spill-file message per group) until :meth:`finish` writes the
-    files, each from its groups and closed at once.
+    the run's units, then its spill file) until :meth:`finish` writes the files, each from
+    its groups gathered and closed at once.
     Memory then holds about one output's row group per thread, whatever the number of
     outputs (FLAN's thousands of tasks) and of rows.
 
@@ -122,8 +122,8 @@ class OutputUnit:
         self.budget = BufferBudget(max(1, budget))
         self.store: GroupStore | None = None
         self.store_budget = store_budget or StoreBudget(budget)
-        # output -> [(store key, text bytes)] in read order; outputs in first-appearance order
-        self.pieces: dict[str, list[tuple[object, int]]] = {}
+        # output -> its stored groups in read order; outputs in first-appearance order
+        self.pieces: dict[str, list[StoredGroup]] = {}
         # batches waiting to be grouped and stored together: (files, codes, rows, reports)
         self.waiting: list[tuple[list[str], np.ndarray, pa.Table, list]] = []
         # route -> the checked output path, for the batches of these parts
@@ -249,7 +249,7 @@ class OutputUnit:
             ).reshape(len(files), len(names))
         for code in appearance.tolist():
             group = stored[code]
-            self.pieces.setdefault(files[code], []).append((group, group.text_bytes))
+            self.pieces.setdefault(files[code], []).append(group)
             file_report = reports[code]
             file_report.rows += group.rows
             if len(names) == 1:  # one condition in the batch (FLAN: its subset's)
@@ -313,9 +313,9 @@ class OutputUnit:
             # A later file's segment holds its first rows of the output, its pieces the rest.
             for relative, segment in unit.segments.items():
                 joined.setdefault(relative, []).append((segment, None, segment.buffered))
-            for relative, pieces in unit.pieces.items():
+            for relative, groups in unit.pieces.items():
                 joined.setdefault(relative, []).extend(
-                    (unit.store, key, text) for key, text in pieces
+                    (unit.store, group, group.text_bytes) for group in groups
                 )
             unit.pieces = {}
         items = list(joined.items())

@@ -102,26 +102,21 @@ class GroupStore:
             self.names = rows.column_names
         elif rows.column_names != self.names:
             raise ValueError(f"rows of columns {rows.column_names} kept with {self.names}")
-        nulls = [name for name in self.names if rows.column(name).null_count]
-        if nulls:
-            raise ValueError(f"stored rows hold a null in {', '.join(nulls)}")
         # The columns' chunks as they are (batches grouped together are not joined first).
-        columns = [text_chunk_buffers(rows.column(name)) for name in self.names]
+        columns = [text_chunk_buffers(rows.column(name), name) for name in self.names]
         bounds = np.ascontiguousarray(bounds, dtype=np.int64)
         if order is not None:
             order = np.ascontiguousarray(order, dtype=np.int64)
         counts = np.diff(bounds)
-        positions = rows.num_rows if order is None else len(order)
-        if len(bounds) < 1 or bounds[0] < 0 or bounds[-1] > positions or (counts < 0).any():
-            raise ValueError(f"group bounds {bounds.tolist()} do not lie within {positions} rows")
-        if order is not None and len(order) and (order.min() < 0 or order.max() >= rows.num_rows):
-            raise ValueError(f"the order names a row that the {rows.num_rows} rows lack")
-        size = 8 * len(self.names) * int(counts.sum()) + _text_of_rows(columns, order, bounds)
+        # What the groups take when they are all the rows, as the engine stores them (the
+        # core refuses groups that name rows the columns lack).
+        text = sum(int(offsets[-1] - offsets[0]) for chunks in columns for offsets, _ in chunks)
+        size = 8 * len(self.names) * int(counts.sum()) + text
         spilled = not self.budget.take(size)
         if not spilled:
+            self.held += size
             block, sizes = memory_groups(columns, order, bounds)
             self.blocks.append(block)
-            self.held += size
             source, position = block, 0
         else:
             if self._fd is None:
@@ -168,24 +163,6 @@ class GroupStore:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path = None
-
-
-def _text_of_rows(columns: list[list[tuple]], order: np.ndarray | None, bounds: np.ndarray) -> int:
-    """UTF-8 bytes of the grouped rows of ``columns`` (each a list of chunk buffers)."""
-    import numpy as np
-
-    if not len(bounds) or bounds[-1] == bounds[0]:
-        return 0
-    total = 0
-    for chunks in columns:
-        lengths = np.concatenate([np.diff(offsets) for offsets, _ in chunks])
-        chosen = (
-            lengths[bounds[0] : bounds[-1]]
-            if order is None
-            else lengths[order[bounds[0] : bounds[-1]]]
-        )
-        total += int(chosen.sum())
-    return total
 
 
 def gathered(groups: Sequence[StoredGroup], names: Sequence[str]) -> pa.Table:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hrm_assets.cleaning.arrow_buffers import text_column_buffers
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -39,7 +41,5 @@ def encode_jsonl_lines(
     """``lines`` (a ``hrm_assets._core.JsonLines``) holding :func:`jsonl_lines` of ``rows``
     instead of what it held, its buffer kept: ``file.write(lines)`` writes them without a
     copy. Errors as :func:`jsonl_lines`'s."""
-    from hrm_assets.cleaning.arrow_buffers import text_column_buffers
-
     lines.encode(list(columns), *text_column_buffers(rows, columns))
     return lines
