@@ -89,7 +89,8 @@ def test_groups_of_several_stores_and_chunks_join_without_joining_the_batches(tm
 
 
 def test_rows_with_a_null_or_other_columns_are_refused(tmp_path):
-    store = GroupStore(tmp_path / "task.parquet", StoreBudget(1 << 20))
+    budget = StoreBudget(1 << 20)
+    store = GroupStore(tmp_path / "task.parquet", budget)
     table = _table(3, "n")
     with_null = table.set_column(1, "instruction", pa.array(["a", None, "c"]))
     with pytest.raises(ValueError, match="null in instruction"):
@@ -100,6 +101,7 @@ def test_rows_with_a_null_or_other_columns_are_refused(tmp_path):
     with pytest.raises(ValueError, match="row"):
         store.add(table, np.array([0, 7, 1], dtype=np.int64), np.array([0, 3]))
     store.close()
+    assert budget.held == 0  # what a refused batch took is given back too
 
 
 def test_a_spill_file_cut_short_is_an_error_not_short_rows(tmp_path):
